@@ -1,0 +1,55 @@
+# ablate: every routine action is a target. `make run` and `make test` work on a fresh clone.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+export RAY_USAGE_STATS_ENABLED ?= 0
+export RAY_AUTH_MODE ?= disabled
+export PIP_DISABLE_PIP_VERSION_CHECK = 1
+
+# Re-install when the project's dependency list changes.
+STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+DEV_STAMP := $(VENV)/.installed-dev-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: install dev run test test-fast bench lint format clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# On a machine without an NVIDIA driver, install the CPU torch wheel first so pip never pulls a
+# multi-GB CUDA build; GPU machines keep whatever torch satisfies pyproject's range.
+$(STAMP): pyproject.toml | $(PY)
+	@if ! command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c "import torch" 2>/dev/null; then \
+		$(PIP) install -q torch==2.13.0; fi
+	$(PIP) install -q -e .
+	@touch $@
+
+$(DEV_STAMP): $(STAMP)
+	$(PIP) install -q -e '.[dev]'
+	@touch $@
+
+install: $(STAMP)
+dev: $(DEV_STAMP)
+
+run: install  ## the main job on the embedded default
+	$(PY) -m ablate sweep=technique_matrix seeds=5
+
+test: dev  ## the whole suite (CI runs this)
+	$(PY) -m pytest -q
+
+test-fast: dev  ## unit tests only
+	$(PY) -m pytest -q -m "not slow"
+
+bench: dev  ## benchmarks: prints a table, writes bench/results/*.json
+	$(PY) -m bench
+
+lint: dev
+	$(VENV)/bin/ruff check ablate tests bench
+	$(VENV)/bin/ruff format --check ablate tests bench
+
+format: dev
+	$(VENV)/bin/ruff format ablate tests bench
+	$(VENV)/bin/ruff check --fix ablate tests bench
+
+clean:
+	rm -rf $(VENV) .cache runs reports/*/ .pytest_cache

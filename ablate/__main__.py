@@ -1,0 +1,141 @@
+"""Entry point: ``python -m ablate [mode=sweep|train] [overrides...]`` or ``python -m ablate report RUN_DIR``.
+
+Bad input fails here, before Ray starts or anything is written, with one line naming key, value and what is
+allowed (exit code 2).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from omegaconf import OmegaConf
+
+from ablate.config import ConfigError, validate_launch, validate_trial
+
+USAGE = """usage: python -m ablate [OVERRIDES...]            run a sweep (default mode), e.g. sweep=technique_matrix seeds=5
+       python -m ablate mode=train [OVERRIDES...] run one trial of the composed config
+       python -m ablate report RUN_DIR            regenerate the report of runs/<sweep>/<run_id>
+       python -m ablate ... --cfg job             print the composed config and exit
+       python -m ablate sweep=NAME dry_run=true   print the trial plan and exit
+
+options: seeds=N | seeds=[3,7]   run_id=NAME   fresh=true   logger=wandb   launcher=cluster (or ray.address=auto)
+"""
+
+
+def _help() -> str:
+    from ablate.compose import conf_dir, group_options
+
+    groups = sorted(p.name for p in conf_dir().iterdir() if p.is_dir())
+    lines = [USAGE, "config groups (group=option):"]
+    lines += [f"  {g:<18} {', '.join(group_options(g))}" for g in groups]
+    return "\n".join(lines)
+
+
+def _estimate_trial_seconds(plan) -> float | None:
+    """Rough cost model for the embedded tiny model (measured on a 2-core CPU); None for real models."""
+    total = 0.0
+    for t in plan.trials:
+        c = OmegaConf.create(t.config_yaml)
+        if c.model.name != "tiny":
+            return None
+        K, mu = c.algo.responses_per_prompt, c.algo.update_epochs
+        per_step = 0.02 + 0.0045 * K * c.train.prompts_per_step / 8 * (1 + 0.6 * mu)
+        total += c.train.steps * per_step + 1.5
+    return total / max(len(plan.trials), 1)
+
+
+def run_train(cfg) -> int:
+    from ablate.trainer.core import train
+
+    validate_trial(cfg)
+    steps = cfg.train.steps
+    t0 = time.time()
+    print(f"train: seed {cfg.seed}, {steps} steps, K={cfg.algo.responses_per_prompt}, model={cfg.model.name}, task={cfg.task.name}", flush=True)
+
+    def show(rec: dict) -> None:
+        if "loss" not in rec:
+            print(f"step {rec['step']:>4}/{steps}  eval/positive_rate {rec.get('eval/positive_rate', float('nan')):.3f}", flush=True)
+            return
+        ev = f"  eval {rec['eval/positive_rate']:.3f}" if "eval/positive_rate" in rec else ""
+        print(f"step {rec['step']:>4}/{steps}  reward {rec['reward/mean']:.3f}  pos {rec['positive_rate']:.3f}  "
+              f"entropy {rec['entropy']:.3f}  loss {rec['loss']:+.4f}  gnorm {rec['grad_norm']:.2f}  "
+              f"len {rec['completion_length/mean']:.1f}  {rec['time/step'] * 1000:.0f} ms{ev}", flush=True)
+
+    result = train(cfg, cfg.seed, show)
+    print(f"{result.status} in {time.time() - t0:.1f} s, peak RSS {result.peak_rss_mb:.0f} MB"
+          + (f" ({result.note})" if result.note else ""), flush=True)
+    return 0 if result.status == "done" else 1
+
+
+def run_sweep(cfg, overrides: list[str]) -> int:
+    from ablate.report.render import write_report
+    from ablate.store import run_dir
+    from ablate.sweep.plan import build_plan, describe
+    from ablate.sweep.progress import SweepProgress
+    from ablate.sweep.runner import execute
+
+    plan = build_plan(cfg, overrides)
+    if cfg.dry_run:
+        print(describe(plan, cfg, _estimate_trial_seconds(plan)))
+        return 0
+    t0 = time.time()
+    counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
+    run = run_dir(cfg.runs_dir, plan.sweep, plan.run_id)
+    out = write_report(run, cfg.reports_dir)
+    print(f"sweep {plan.sweep} run {plan.run_id}: {counts['ran']} ran, {counts['skipped']} skipped (finished before), "
+          f"{counts['failed']} failed, in {time.time() - t0:.1f} s")
+    print(f"store:  {run}")
+    print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
+    return 0 if counts["failed"] == 0 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help", "help") for a in argv):
+        print(_help())
+        return 0
+    print_cfg = "--cfg" in argv
+    if print_cfg:
+        i = argv.index("--cfg")
+        del argv[i : i + 2 if i + 1 < len(argv) and argv[i + 1] in ("job", "all") else i + 1]
+    if argv and argv[0] == "report":
+        if len(argv) < 2:
+            print("error: usage: python -m ablate report runs/<sweep>/<run_id>", file=sys.stderr)
+            return 2
+        argv = ["mode=report", f"report_path={argv[1]}", *argv[2:]]
+    bad = [a for a in argv if "=" not in a]
+    if bad:
+        print(f"error: {bad[0]!r}: not an override; use key=value or group=option (see --help)", file=sys.stderr)
+        return 2
+    from ablate.compose import compose
+    from ablate.sweep.runner import SweepLocked
+
+    try:
+        cfg = compose(argv)
+        validate_launch(cfg)
+        if print_cfg:
+            print(OmegaConf.to_yaml(cfg))
+            return 0
+        if cfg.mode == "train":
+            return run_train(cfg)
+        if cfg.mode == "report":
+            from ablate.report.render import write_report
+
+            if not cfg.report_path or not os.path.exists(os.path.join(cfg.report_path, "plan.json")):
+                raise ConfigError(f"report_path={cfg.report_path!r}: not a run directory (expected runs/<sweep>/<run_id> with plan.json)")
+            out = write_report(cfg.report_path, cfg.reports_dir)
+            print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
+            return 0
+        return run_sweep(cfg, argv)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SweepLocked as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

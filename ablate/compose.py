@@ -1,0 +1,103 @@
+"""Composing configs with Hydra's compose API, and turning Hydra's errors into one clear line.
+
+The app is a thin layer over this: tests, the planner and the CLI all compose the same way, so a trial
+composed inside a sweep equals the same trial composed standalone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from ablate.config import ConfigError, register_schemas
+
+
+def conf_dir() -> Path:
+    """conf/ at the repository root (editable install), or $ABLATE_CONF."""
+    env = os.environ.get("ABLATE_CONF")
+    path = Path(env) if env else Path(__file__).resolve().parent.parent / "conf"
+    if not (path / "config.yaml").exists():
+        raise ConfigError(f"ABLATE_CONF={str(path)!r}: no config.yaml there (set ABLATE_CONF to ablate's conf/ folder)")
+    return path
+
+
+def group_options(group: str) -> list[str]:
+    d = conf_dir() / group
+    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
+def override_key(override: str) -> str:
+    """'+a.b=1' -> 'a.b'; 'k=16' -> 'k'."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def merge_overrides(*lists: list[str]) -> list[str]:
+    """Later lists win, key by key, keeping first-seen order: baseline, then CLI, then the variant."""
+    merged: dict[str, str] = {}
+    for lst in lists:
+        for ov in lst:
+            merged.pop(override_key(ov), None)
+            merged[override_key(ov)] = ov
+    return list(merged.values())
+
+
+def _one_line(exc: Exception, overrides: list[str]) -> str:
+    """Hydra/OmegaConf messages are multi-line; reduce to 'key=value: what is allowed'."""
+    msg = str(exc) + "\n" + str(exc.__cause__ or "")
+    m = re.search(r"Could not find '([^']+)/([^']+)'", msg)
+    if m:
+        group, value = m.group(1), m.group(2)
+        return f"{group}={value!r}: unknown option; allowed: {', '.join(group_options(group)) or '(none)'}"
+    m = re.search(r"Could not override '([^']+)'", msg)
+    if m and "No match in the defaults list" in msg:
+        return f"{m.group(1)}: no such config group; groups: {', '.join(sorted(p.name for p in conf_dir().iterdir() if p.is_dir()))}"
+    m = re.search(r"Key '([^']+)' not in '([^']+)'", msg)
+    if m:
+        full = re.search(r"full_key: (\S+)", msg)
+        return f"{full.group(1) if full else m.group(1)}: no such key in {m.group(2)}"
+    m = re.search(r"Value '([^']*)' (?:of type '[^']*' )?could not be converted to (\w+)", msg)
+    if m:
+        full = re.search(r"full_key: (\S+)", msg)
+        return f"{full.group(1) if full else '?'}={m.group(1)!r}: must be of type {m.group(2)}"
+    first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
+    return f"{first} (overrides: {' '.join(overrides)})"
+
+
+def _quote_numeric_groups(overrides: list[str]) -> list[str]:
+    """Hydra reads `k=16` as an int, but group options are names: quote numeric options (`k='16'`)."""
+    groups = {p.name for p in conf_dir().iterdir() if p.is_dir()}
+    out = []
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        if sep and key.lstrip("+~") in groups and re.fullmatch(r"\d+", value):
+            ov = f"{key}='{value}'"
+        out.append(ov)
+    return out
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """Compose conf/config.yaml with ``overrides``; raises ConfigError with one line on any composition error."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    overrides = _quote_numeric_groups(list(overrides or []))
+    register_schemas()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=overrides)
+    except ConfigError:
+        raise
+    except Exception as exc:  # Hydra raises several exception types; all mean "bad input"
+        raise ConfigError(_one_line(exc, overrides)) from None
+    finally:
+        GlobalHydra.instance().clear()
+    try:
+        OmegaConf.resolve(cfg)
+    except Exception as exc:
+        raise ConfigError(_one_line(exc, overrides)) from None
+    return cfg

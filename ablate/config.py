@@ -1,0 +1,385 @@
+"""Structured-config schemas for every group, and validation with one clear line per mistake.
+
+Hydra type-checks keys and types at compose time against these dataclasses (a typo'd key fails there);
+``validate`` then checks values, reading the technique registries for the allowed names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING  # noqa: F401  (re-exported for schemas)
+
+
+class ConfigError(ValueError):
+    """A bad config value: the message names the key, the value and what is allowed."""
+
+
+@dataclass
+class ModelConfig:
+    name: str = "tiny"  # "tiny" = embedded Llama-style model; otherwise an HF hub id or a local path
+    hidden_size: int = 64  # tiny model only
+    intermediate_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    max_positions: int = 64
+    attn_implementation: str = "eager"  # eager beats sdpa for a 64-wide model on CPU
+    dtype: str = "bfloat16"  # HF models on GPU; CPU always computes in float32
+    gradient_checkpointing: bool = False  # trades compute for memory on large models; never worth it on CPU
+    chat_template: bool = True  # wrap prompts with the tokenizer's chat template where it has one
+
+
+@dataclass
+class TaskConfig:
+    name: str = "reverse"  # reverse (embedded, synthetic) | gsm8k | math
+    verifier: str = "exact"  # rule verifier: exact | math
+    reward_scale: float = 1.0  # multiplies the whole reward (a scale GRPO's std division should cancel)
+    format_weight: float = 0.0  # bonus for a well-formed answer, on top of correctness
+    process_weight: float = 0.0  # mix of per-position partial credit with the outcome reward (0 = outcome only)
+    # embedded reverse task
+    alphabet: str = "abcdefgh"
+    min_len: int = 1
+    max_len: int = 6
+    n_train: int = 2000
+    n_eval: int = 64  # held-out prompts for eval/positive_rate
+    data_seed: int = 1234  # fixes the dataset; trial seeds only change order and sampling
+    teacher_noise_per_char: float = 0.12  # warm-start teacher error rate per answer character ...
+    teacher_noise_max: float = 0.8  # ... capped here: long strings start rarely solved
+    # real datasets (task=gsm8k / task=math)
+    path: str = ""  # hub name or local file (json/jsonl/parquet)
+    train_split: str = "train"
+    eval_split: str = "test"
+    question_key: str = "question"
+    answer_key: str = "answer"
+    prompt_template: str = "{question}\nPut the final answer in \\boxed{{}}."
+    max_eval: int = 128
+
+
+@dataclass
+class RolloutConfig:
+    backend: str = "hf"  # hf | vllm
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_response_length: int = 10
+    eval_temperature: float = 1.0  # sampled pass@1: greedy would hide how sharp the policy is
+    eval_samples: int = 4  # samples per eval prompt
+    # vllm only
+    gpu_memory_utilization: float = 0.3
+    enable_sleep_mode: bool = True
+    tensor_parallel_size: int = 1
+
+
+@dataclass
+class KLConfig:
+    mode: str = "none"  # none (no reference model loaded) | in_reward | in_loss
+    estimator: str = "k3"  # k1 | k2 | k3
+    coef: float = 0.0
+
+
+@dataclass
+class EntropyConfig:
+    coef: float = 0.0  # entropy bonus weight
+    final_ratio: float = 1.0  # coef is annealed linearly to coef * final_ratio ...
+    anneal_fraction: float = 0.0  # ... over this final fraction of steps
+
+
+@dataclass
+class ClipConfig:
+    epsilon: float = 0.2  # ratio_clip_epsilon: lower bound 1 - epsilon
+    epsilon_high: float | None = None  # upper bound 1 + epsilon_high (clip-higher); None = symmetric
+
+
+@dataclass
+class DynamicSamplingConfig:
+    mode: str = "off"  # off | drop_zero_std | hard_replay
+    max_refill_rounds: int = 3  # extra sampling rounds to refill the batch after dropping groups
+    replay_weight: float = 3.0  # hard_replay: draw weight of prompts with no positive sample
+
+
+@dataclass
+class AlgoConfig:
+    responses_per_prompt: int = 8  # K, the group size
+    adv_norm: str = "group"
+    adv_std: bool = True  # divide by the std (False = Dr. GRPO's mean-only baseline)
+    adv_eps: float = 1e-6  # added to the std (verl's value; TRL uses 1e-4)
+    reward_normalize: bool = False  # divide rewards by their running std
+    reward_bias_correct: bool = False  # subtract the running reward mean
+    loss_agg: str = "token-mean"  # length normalization
+    token_mask: str = "none"
+    update_epochs: int = 2  # mu: passes over each rollout batch
+    off_policy_reuse: bool = False  # also train on the previous rollout batch, importance-weighted
+    kl: KLConfig = field(default_factory=KLConfig)
+    entropy: EntropyConfig = field(default_factory=EntropyConfig)
+    clip: ClipConfig = field(default_factory=ClipConfig)
+    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
+
+
+@dataclass
+class OptimConfig:
+    name: str = "adamw"
+    lr: float = 3e-4  # the decisive knob: 2e-3 collapses the tiny policy, 3e-4 learns steadily
+    beta1: float = 0.9
+    beta2: float = 0.99
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0  # max grad norm; 0 disables
+    schedule: str = "constant"
+    warmup_ratio: float = 0.0
+    min_lr_ratio: float = 0.1
+    decay_ratio: float = 0.2  # warmup_constant_then_decay: final fraction of steps that decays
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 60
+    prompts_per_step: int = 8
+    minibatches: int = 1  # optimizer steps per epoch
+    grad_accum: int = 1  # micro-batches per optimizer step (exact: normalizers are the minibatch's)
+    eval_every: int = 10
+    device: str = "auto"  # auto | cpu | cuda
+    threads: int = 1  # torch threads; 0 leaves torch's default
+    fault_step: int = -1  # test hook: raise at this step (-1 = never)
+    fault_seed: int = -1  # ... only for this seed (-1 = any)
+
+
+@dataclass
+class WarmstartConfig:
+    enabled: bool = True  # SFT on the task's teacher targets before RL (tiny model only)
+    steps: int = 300
+    batch_size: int = 64
+    lr: float = 3e-3
+    cache_dir: str = "${oc.env:ABLATE_CACHE,.cache/ablate}"
+
+
+@dataclass
+class LauncherConfig:
+    name: str = "local"  # local: embedded Ray sized to this machine | cluster: join ray.address
+    num_cpus: int | None = None  # embedded Ray size (None = all cores)
+    num_gpus: int | None = None
+    cpus_per_trial: float = 1.0  # also the trial's torch threads (rounded up)
+    gpus_per_trial: float = 0.0  # fractions share a GPU
+    max_failures: int = 1  # retries of a trial that raised, before it is recorded failed
+    max_concurrent: int = 0  # 0 = as many as resources allow
+
+
+@dataclass
+class RayConfig:
+    address: str | None = None  # None = start an embedded local Ray; "auto" = join a running cluster
+
+
+@dataclass
+class WandbConfig:
+    project: str = "ablate"
+    entity: str | None = None
+    mode: str | None = None  # online | offline | disabled (default: W&B's own, e.g. WANDB_MODE)
+
+
+@dataclass
+class StatsConfig:
+    alpha: float = 0.05
+    correction: str = "holm"  # holm | bh | none
+    primary_test: str = "auto"  # auto (paired t if all seeds pair, else Welch) | paired_t | wilcoxon | welch | mannwhitney | permutation
+    final_fraction: float = 0.3  # final score = mean of the metric over this last fraction of evals
+    n_boot: int = 2000
+    power: float = 0.8
+
+
+@dataclass
+class SweepConfig:
+    name: str = ""
+    description: str = ""
+    baseline: str = "baseline"  # name of the reference variant
+    baseline_overrides: list[str] = field(default_factory=list)  # what the baseline is, on top of conf/config.yaml
+    overrides: list[str] = field(default_factory=list)  # applied to every trial (e.g. budget)
+    variants: dict[str, list[str]] = field(default_factory=dict)  # one-factor-at-a-time: name -> overrides
+    axes: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # factorial: axis -> level -> overrides
+    metric: str = "eval/positive_rate"
+    higher_is_better: bool = True
+    stats: StatsConfig = field(default_factory=StatsConfig)
+
+
+@dataclass
+class Config:
+    mode: str = "sweep"  # sweep | train | report
+    seed: int = 0  # mode=train
+    seeds: Any = 1  # sweep: N runs seeds 0..N-1, or an explicit list [3, 7]
+    dry_run: bool = False  # print the trial plan and exit
+    run_id: str | None = None  # default: stable hash of the sweep and its configs
+    fresh: bool = False  # start a new run_id instead of resuming
+    runs_dir: str = "runs"
+    reports_dir: str = "reports"
+    report_path: str | None = None  # mode=report: runs/<sweep>/<run_id>
+    logger: str = "none"  # none | wandb
+    progress: bool = True
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    warmstart: WarmstartConfig = field(default_factory=WarmstartConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    sweep: SweepConfig | None = None
+
+
+def register_schemas() -> None:
+    ConfigStore.instance().store(name="base_config", node=Config)
+
+
+# ---- value validation ---------------------------------------------------------------------------------------
+
+
+def _fail(key: str, value: Any, allowed: str) -> None:
+    raise ConfigError(f"{key}={value!r}: {allowed}")
+
+
+def _one_of(key: str, value: Any, allowed: list[str]) -> None:
+    if value not in allowed:
+        _fail(key, value, "allowed: " + ", ".join(map(str, allowed)))
+
+
+def _positive(key: str, value: float) -> None:
+    if value is None or not value > 0:
+        _fail(key, value, "must be > 0")
+
+
+def _fraction(key: str, value: float) -> None:
+    if value is None or not 0.0 <= value <= 1.0:
+        _fail(key, value, "must be a fraction in [0, 1]")
+
+
+def _at_least(key: str, value: int, low: int) -> None:
+    if value is None or value < low:
+        _fail(key, value, f"must be an integer >= {low}")
+
+
+def validate_trial(cfg) -> None:
+    """Check every value a trial depends on. Raises ConfigError naming key, value and what is allowed."""
+    from ablate.trainer.advantages import ADV_NORM
+    from ablate.trainer.losses import KL_ESTIMATORS, LOSS_AGG
+    from ablate.trainer.masks import TOKEN_MASKS
+    from ablate.trainer.rewards import VERIFIERS
+    from ablate.trainer.rollout import ROLLOUT_BACKENDS
+    from ablate.trainer.rollout import hf, vllm  # noqa: F401
+    from ablate.trainer.sampling import DYNAMIC_SAMPLING
+    from ablate.trainer.schedules import LR_SCHEDULES
+    from ablate.trainer.tasks import TASKS, math_datasets, reverse  # noqa: F401
+
+    a, o, t, r, tr = cfg.algo, cfg.optim, cfg.task, cfg.rollout, cfg.train
+    _one_of("algo.adv_norm", a.adv_norm, ADV_NORM.names())
+    _one_of("algo.loss_agg", a.loss_agg, LOSS_AGG.names())
+    _one_of("algo.token_mask", a.token_mask, TOKEN_MASKS.names())
+    _one_of("algo.kl.mode", a.kl.mode, ["none", "in_reward", "in_loss"])
+    _one_of("algo.kl.estimator", a.kl.estimator, KL_ESTIMATORS.names())
+    _one_of("algo.dynamic_sampling.mode", a.dynamic_sampling.mode, DYNAMIC_SAMPLING.names())
+    _one_of("optim.schedule", o.schedule, LR_SCHEDULES.names())
+    _one_of("optim.name", o.name, ["adamw"])
+    _one_of("task.name", t.name, TASKS.names())
+    _one_of("task.verifier", t.verifier, VERIFIERS.names())
+    _one_of("rollout.backend", r.backend, ROLLOUT_BACKENDS.names())
+    _one_of("train.device", tr.device, ["auto", "cpu", "cuda"])
+    _one_of("model.dtype", cfg.model.dtype, ["float32", "bfloat16", "float16"])
+    _at_least("algo.responses_per_prompt", a.responses_per_prompt, 1)
+    if a.responses_per_prompt < 2 and a.adv_norm in ("group", "group_mean_batch_std"):
+        _fail("algo.responses_per_prompt", a.responses_per_prompt, f"must be >= 2 with algo.adv_norm={a.adv_norm} (a group of one has no baseline)")
+    if a.responses_per_prompt < 2 and a.dynamic_sampling.mode == "drop_zero_std":
+        _fail("algo.responses_per_prompt", a.responses_per_prompt, "must be >= 2 with dynamic sampling drop_zero_std (a group of one always has std 0)")
+    _at_least("algo.update_epochs", a.update_epochs, 1)
+    _at_least("algo.dynamic_sampling.max_refill_rounds", a.dynamic_sampling.max_refill_rounds, 0)
+    _positive("algo.dynamic_sampling.replay_weight", a.dynamic_sampling.replay_weight)
+    _positive("algo.adv_eps", a.adv_eps)
+    _positive("algo.clip.epsilon", a.clip.epsilon)
+    if a.clip.epsilon >= 1:
+        _fail("algo.clip.epsilon", a.clip.epsilon, "must be in (0, 1): the lower bound is 1 - epsilon")
+    if a.clip.epsilon_high is not None:
+        _positive("algo.clip.epsilon_high", a.clip.epsilon_high)
+    if a.kl.coef < 0:
+        _fail("algo.kl.coef", a.kl.coef, "must be >= 0")
+    if a.kl.mode != "none" and a.kl.coef == 0:
+        _fail("algo.kl.coef", a.kl.coef, f"must be > 0 with algo.kl.mode={a.kl.mode} (use kl=none to switch KL off)")
+    if a.entropy.coef < 0:
+        _fail("algo.entropy.coef", a.entropy.coef, "must be >= 0")
+    _fraction("algo.entropy.final_ratio", a.entropy.final_ratio)
+    _fraction("algo.entropy.anneal_fraction", a.entropy.anneal_fraction)
+    _positive("optim.lr", o.lr)
+    if o.weight_decay < 0:
+        _fail("optim.weight_decay", o.weight_decay, "must be >= 0")
+    if o.grad_clip < 0:
+        _fail("optim.grad_clip", o.grad_clip, "must be >= 0 (0 disables clipping)")
+    _fraction("optim.warmup_ratio", o.warmup_ratio)
+    _fraction("optim.min_lr_ratio", o.min_lr_ratio)
+    _fraction("optim.decay_ratio", o.decay_ratio)
+    _fraction("optim.beta1", o.beta1)
+    _fraction("optim.beta2", o.beta2)
+    _positive("rollout.temperature", r.temperature)
+    _positive("rollout.eval_temperature", r.eval_temperature)
+    if not 0 < r.top_p <= 1:
+        _fail("rollout.top_p", r.top_p, "must be in (0, 1]")
+    _at_least("rollout.max_response_length", r.max_response_length, 1)
+    _at_least("rollout.eval_samples", r.eval_samples, 1)
+    _fraction("rollout.gpu_memory_utilization", r.gpu_memory_utilization)
+    _at_least("train.steps", tr.steps, 1)
+    _at_least("train.prompts_per_step", tr.prompts_per_step, 1)
+    _at_least("train.minibatches", tr.minibatches, 1)
+    _at_least("train.grad_accum", tr.grad_accum, 1)
+    _at_least("train.eval_every", tr.eval_every, 0)
+    _at_least("train.threads", tr.threads, 0)
+    if tr.minibatches * tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
+        _fail("train.minibatches", tr.minibatches, "minibatches x grad_accum must not exceed the rollout batch (prompts_per_step x K)")
+    _positive("task.reward_scale", t.reward_scale)
+    _fraction("task.process_weight", t.process_weight)
+    if t.format_weight < 0:
+        _fail("task.format_weight", t.format_weight, "must be >= 0")
+    if t.name == "reverse":
+        _at_least("task.min_len", t.min_len, 1)
+        if t.max_len < t.min_len:
+            _fail("task.max_len", t.max_len, f"must be >= task.min_len={t.min_len}")
+        _at_least("task.n_train", t.n_train, 1)
+        _at_least("task.n_eval", t.n_eval, 1)
+        _fraction("task.teacher_noise_per_char", t.teacher_noise_per_char)
+        _fraction("task.teacher_noise_max", t.teacher_noise_max)
+        if r.max_response_length < t.max_len + 3:
+            _fail("rollout.max_response_length", r.max_response_length, f"must be >= task.max_len + 3 = {t.max_len + 3} (answer, two format tokens, EOS)")
+    elif not t.path:
+        _fail("task.path", t.path, f"task.name={t.name} needs a hub dataset name or a local file")
+    if cfg.model.name == "tiny" and cfg.model.hidden_size % cfg.model.num_heads:
+        _fail("model.hidden_size", cfg.model.hidden_size, f"must be divisible by model.num_heads={cfg.model.num_heads}")
+    _at_least("warmstart.steps", cfg.warmstart.steps, 0)
+    _positive("warmstart.lr", cfg.warmstart.lr)
+
+
+def validate_launch(cfg) -> None:
+    """Checks on the run as a whole (launcher, logger, seeds), beyond one trial's values."""
+    _one_of("mode", cfg.mode, ["sweep", "train", "report"])
+    _one_of("logger", cfg.logger, ["none", "wandb"])
+    _one_of("launcher.name", cfg.launcher.name, ["local", "cluster"])
+    _positive("launcher.cpus_per_trial", cfg.launcher.cpus_per_trial)
+    if cfg.launcher.gpus_per_trial < 0:
+        _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial, "must be >= 0")
+    _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
+    _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)
+    _at_least("seed", cfg.seed, 0)
+
+
+def parse_seeds(value: Any) -> list[int]:
+    """``seeds=N`` -> [0..N-1]; ``seeds=[3,7]`` -> [3, 7]. Rejects N < 1, negatives and duplicates."""
+    if isinstance(value, bool):
+        _fail("seeds", value, "must be a positive integer N (seeds 0..N-1) or a list of seeds like [3,7]")
+    if isinstance(value, int):
+        if value < 1:
+            _fail("seeds", value, "must be >= 1 (N runs seeds 0..N-1), or a list like [3,7]")
+        return list(range(value))
+    try:
+        seeds = list(value)
+    except TypeError:
+        seeds = None
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        _fail("seeds", value, "must be a positive integer N (seeds 0..N-1) or a non-empty list of integers like [3,7]")
+    if any(s < 0 for s in seeds):
+        _fail("seeds", list(value), "seeds must be integers >= 0")
+    if len(set(seeds)) != len(seeds):
+        _fail("seeds", list(value), "seeds must not repeat")
+    return seeds

@@ -1,0 +1,172 @@
+"""Sweep spec -> Plan: every (variant, seed) trial composed, validated and hashed before anything runs.
+
+Composition order per trial (later wins, key by key): sweep.overrides, sweep.baseline_overrides, the user's
+command-line overrides, then the variant's own overrides. So a CLI budget (`train.steps=20`) reaches every
+trial while a variant's toggle stays what the variant says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import os
+import json
+import re
+import time
+from dataclasses import dataclass, field
+
+from omegaconf import DictConfig, OmegaConf
+
+from ablate.compose import compose, merge_overrides, override_key
+from ablate.config import ConfigError, parse_seeds, validate_trial
+
+# Keys that steer the launch, not the trial: they never enter a trial's config hash.
+LAUNCH_KEYS = ("mode", "seeds", "sweep", "dry_run", "run_id", "fresh", "runs_dir", "reports_dir", "report_path",
+               "logger", "progress", "launcher", "ray", "wandb", "hydra")
+TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
+UNHASHED = {"warmstart": ("cache_dir",), "train": ("fault_step", "fault_seed")}  # never change results
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
+
+
+@dataclass
+class Trial:
+    variant: str
+    seed: int
+    overrides: list[str]
+    config_hash: str
+    config_yaml: str  # the fully resolved trial config (what `mode=train` would run)
+    factors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.variant}-seed{self.seed}"
+
+
+@dataclass
+class Plan:
+    sweep: str
+    run_id: str
+    baseline: str
+    variants: dict[str, list[str]]  # name -> overrides, baseline first
+    factors: dict[str, dict[str, str]]  # name -> {axis: level} for factorial sweeps
+    seeds: list[int]
+    trials: list[Trial]
+    spec: dict
+
+
+def is_launch_override(ov: str) -> bool:
+    return override_key(ov).split(".", 1)[0] in LAUNCH_KEYS
+
+
+def config_hash(cfg: DictConfig) -> str:
+    blob = {}
+    for section in TRIAL_SECTIONS:
+        node = OmegaConf.to_container(cfg[section], resolve=True)
+        for k in UNHASHED.get(section, ()):
+            node.pop(k, None)
+        blob[section] = node
+    blob["seed"] = int(cfg.seed)
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _variants(spec) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
+    """One-factor-at-a-time variants, or the full grid of factorial axes (names 'axis=level,...')."""
+    if spec.variants and spec.axes:
+        raise ConfigError(f"sweep {spec.name!r}: give either variants (one at a time) or axes (factorial), not both")
+    variants: dict[str, list[str]] = {}
+    factors: dict[str, dict[str, str]] = {}
+    if spec.axes:
+        axes = {a: dict(levels) for a, levels in spec.axes.items()}
+        for a, levels in axes.items():
+            if not levels:
+                raise ConfigError(f"sweep.axes.{a}: an axis needs at least one level")
+        for combo in itertools.product(*[[(a, lv) for lv in levels] for a, levels in axes.items()]):
+            name = ",".join(f"{a}={lv}" for a, lv in combo)
+            variants[name] = [ov for a, lv in combo for ov in axes[a][lv]]
+            factors[name] = dict(combo)
+        if spec.baseline not in variants:
+            raise ConfigError(f"sweep.baseline={spec.baseline!r}: a factorial baseline must name a grid cell, e.g. {next(iter(variants))!r}")
+        return {spec.baseline: variants.pop(spec.baseline), **variants}, factors
+    if spec.baseline in spec.variants:
+        raise ConfigError(f"sweep.variants.{spec.baseline}: a variant may not reuse the baseline's name")
+    variants[spec.baseline] = []
+    for name, ovs in spec.variants.items():
+        if not ovs:
+            raise ConfigError(f"sweep.variants.{name}: empty override list (it would duplicate the baseline)")
+        variants[name] = list(ovs)
+    return variants, factors
+
+
+def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
+    """Compose and validate every trial; raises ConfigError (nothing is written) on any bad input."""
+    if cfg.sweep is None:
+        from ablate.compose import group_options
+
+        raise ConfigError(f"sweep=None: choose a sweep; allowed: {', '.join(group_options('sweep'))}")
+    spec = cfg.sweep
+    if not spec.name:
+        raise ConfigError("sweep.name='': a sweep file must set name")
+    seeds = parse_seeds(OmegaConf.to_object(cfg.seeds) if isinstance(cfg.seeds, DictConfig | list) else cfg.seeds)
+    from ablate.stats.tests import CORRECTIONS, TESTS
+
+    st = spec.stats
+    if st.correction not in CORRECTIONS:
+        raise ConfigError(f"sweep.stats.correction={st.correction!r}: allowed: {', '.join(CORRECTIONS)}")
+    if st.primary_test not in ("auto", *TESTS):
+        raise ConfigError(f"sweep.stats.primary_test={st.primary_test!r}: allowed: auto, {', '.join(TESTS)}")
+    if not 0 < st.alpha < 1:
+        raise ConfigError(f"sweep.stats.alpha={st.alpha!r}: must be in (0, 1)")
+    if not 0 < st.final_fraction <= 1:
+        raise ConfigError(f"sweep.stats.final_fraction={st.final_fraction!r}: must be in (0, 1]")
+    variants, factors = _variants(spec)
+    for name in variants:
+        if not _SAFE_NAME.match(name):
+            raise ConfigError(f"sweep variant {name!r}: names may use letters, digits and _ . , = + - only")
+    trial_cli = [ov for ov in cli_overrides if not is_launch_override(ov)]
+    trials: list[Trial] = []
+    variant_hashes = []
+    for name, ovs in variants.items():
+        for ov in ovs:
+            if is_launch_override(ov):
+                raise ConfigError(f"sweep variant {name!r}: override {ov!r} sets a launch key, not a trial setting")
+        overrides = merge_overrides(list(spec.overrides), list(spec.baseline_overrides), trial_cli, ovs)
+        try:
+            base = compose(overrides)
+            validate_trial(base)
+        except ConfigError as e:
+            raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None
+        variant_hashes.append((name, config_hash(base)))
+        for seed in seeds:
+            tcfg = base.copy()
+            tcfg.seed = seed
+            tcfg.mode = "train"
+            tcfg.sweep = None
+            tcfg.train.threads = max(1, math.ceil(cfg.launcher.cpus_per_trial))  # torch threads = the trial's CPUs
+            tcfg.warmstart.cache_dir = os.path.abspath(tcfg.warmstart.cache_dir)  # Ray workers may change cwd
+            trials.append(Trial(name, seed, overrides, config_hash(tcfg), OmegaConf.to_yaml(tcfg), factors.get(name, {})))
+    if cfg.run_id:
+        run_id = str(cfg.run_id)
+        if not _SAFE_NAME.match(run_id):
+            raise ConfigError(f"run_id={run_id!r}: use letters, digits and _ . , = + - only")
+    else:
+        run_id = hashlib.sha256(json.dumps([spec.name, variant_hashes]).encode()).hexdigest()[:10]
+        if cfg.fresh:
+            run_id += time.strftime("-%Y%m%d-%H%M%S")
+    return Plan(spec.name, run_id, spec.baseline, variants, factors, seeds, trials,
+                OmegaConf.to_container(spec, resolve=True))
+
+
+def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None) -> str:
+    """Human-readable plan for dry runs: variants x seeds, overrides, resources, estimated cost."""
+    lines = [f"sweep {plan.sweep}  run_id {plan.run_id}  baseline {plan.baseline}",
+             f"{len(plan.variants)} variants x {len(plan.seeds)} seeds = {len(plan.trials)} trials; seeds {plan.seeds}",
+             f"resources per trial: {cfg.launcher.cpus_per_trial} CPU, {cfg.launcher.gpus_per_trial} GPU; "
+             f"retries {cfg.launcher.max_failures}"]
+    for name, ovs in plan.variants.items():
+        lines.append(f"  {name:<28} {' '.join(ovs) if ovs else '(baseline)'}")
+    if est_trial_s:
+        slots = max(1, int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial))
+        total = est_trial_s * len(plan.trials) / slots
+        lines.append(f"estimated wall clock: ~{total / 60:.1f} min on {slots} slots (~{est_trial_s:.0f} s per trial)")
+    return "\n".join(lines)

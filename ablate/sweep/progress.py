@@ -1,0 +1,85 @@
+"""Live sweep progress: trials done/running/failed/total, each running trial's step, ETA.
+
+On a terminal it is a rich live table; in logs (CI, pipes) one plain line per finished trial.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+
+class SweepProgress:
+    def __init__(self, live: bool | None = None, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.live_mode = sys.stderr.isatty() if live is None else live
+        self.live: Live | None = None
+
+    # ---- lifecycle, called by the runner ----
+    def begin(self, plan, pending) -> None:
+        self.t0 = time.time()
+        self.total, self.skipped = len(plan.trials), len(plan.trials) - len(pending)
+        self.steps_per_trial = {}
+        self.done = self.failed = 0
+        self.running: dict[str, int] = {}
+        self.retried = 0
+        self.console.print(f"[bold]{plan.sweep}[/] run {plan.run_id}: {len(pending)} to run, {self.skipped} already finished")
+        if self.live_mode and pending:
+            self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
+            self.live.start()
+
+    def end(self) -> None:
+        if self.live is not None:
+            self.live.update(self._table())
+            self.live.stop()
+            self.live = None
+
+    def tune_callback(self, specs):
+        from ablate.sweep.tune_callback import ProgressCallback
+
+        return ProgressCallback(self, specs)
+
+    # ---- display ----
+    def _eta(self) -> str:
+        finished = self.done + self.failed
+        todo = self.total - self.skipped
+        if finished == 0 or todo == 0:
+            return "?"
+        elapsed = time.time() - self.t0
+        partial = sum(s / max(self.steps_per_trial.get(k, 1), 1) for k, s in self.running.items())
+        frac = (finished + partial) / todo
+        return f"{elapsed / frac - elapsed:.0f}s" if frac > 0 else "?"
+
+    def _table(self) -> Table:
+        t = Table(title=f"done {self.done + self.skipped}/{self.total}  running {len(self.running)}  "
+                        f"failed {self.failed}  elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}")
+        t.add_column("running trial")
+        t.add_column("step", justify="right")
+        for k, s in sorted(self.running.items()):
+            t.add_row(k, f"{s}/{self.steps_per_trial.get(k, '?')}")
+        return t
+
+    def _refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(self._table())
+
+    def _line(self, text: str) -> None:
+        if self.live is None:
+            self.console.print(text, highlight=False)
+
+    def _finish(self, k: str, ok: bool) -> None:
+        self.running.pop(k, None)
+        if ok:
+            self.done += 1
+        else:
+            self.failed += 1
+        word = "done" if ok else "FAILED"
+        self._line(f"[{self.done + self.failed + self.skipped}/{self.total}] {word} {k}  "
+                   f"elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}")
+        self._refresh()
+
+

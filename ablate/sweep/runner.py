@@ -1,0 +1,194 @@
+"""Runs a Plan on Ray Tune. This module (with sweep/progress.py) owns every Ray call.
+
+Each pending (variant, seed) is one Tune trial with declared resources; actors are reused across trials so
+torch/transformers are imported once per worker, not once per trial. Results go to the store as they
+happen; Ray's own experiment directory is a temporary folder, never the record.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import traceback
+import uuid
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from ablate import store
+from ablate.sweep.plan import Plan, Trial
+
+
+class SweepLocked(RuntimeError):
+    """Another sweep holds this run directory."""
+
+
+def _ray_env() -> None:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # local, loopback-only embedded cluster
+    os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    os.environ.setdefault("TUNE_RESULT_BUFFER_LENGTH", "1")
+
+
+def start_ray(cfg) -> bool:
+    """Embedded local Ray sized to the machine, or join ``ray.address``. Returns True if we started it."""
+    _ray_env()
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR", configure_logging=True)
+    if cfg.ray.address:
+        ray.init(address=cfg.ray.address, **kwargs)
+    else:
+        ray.init(num_cpus=cfg.launcher.num_cpus or os.cpu_count(), num_gpus=cfg.launcher.num_gpus, **kwargs)
+    return True
+
+
+def _wandb_run(logger: dict, trial: dict, cfg_dict: dict, directory: Path):
+    import wandb
+
+    return wandb.init(
+        project=logger["project"], entity=logger["entity"], mode=logger["mode"], dir=str(directory),
+        group=f"{trial['sweep']}/{trial['run_id']}", job_type=trial["variant"],
+        name=f"{trial['variant']}-seed{trial['seed']}", config=cfg_dict, reinit="finish_previous",
+    )
+
+
+def run_trial(spec: dict, run: str, logger: dict, invocation: str, report_fn=None) -> str:
+    """Runs one trial into the store; used inside Ray workers (and directly by tests). Returns the status.
+
+    Exceptions are recorded (status 'error' with traceback) and re-raised so Tune's retry policy applies.
+    """
+    from omegaconf import OmegaConf
+
+    from ablate.trainer.core import train
+
+    p = store.trial_paths(Path(run), spec["variant"], spec["seed"])
+    p.dir.mkdir(parents=True, exist_ok=True)
+    prev = store.read_status(p) or {}
+    attempts = prev.get("attempts", 0) + 1 if prev.get("invocation") == invocation else 1
+    if p.metrics.exists():
+        p.metrics.unlink()  # an interrupted or failed attempt restarts from scratch
+    store.write_atomic(p.config, spec["config_yaml"])
+    base = {"variant": spec["variant"], "seed": spec["seed"], "config_hash": spec["config_hash"],
+            "factors": spec["factors"], "overrides": spec["overrides"], "attempts": attempts, "invocation": invocation}
+    started = time.time()
+    store.write_status(p, status="running", started=started, **base)
+    cfg = OmegaConf.create(spec["config_yaml"])
+    writer = store.MetricsWriter(p.metrics)
+    wb = _wandb_run(logger, spec, OmegaConf.to_container(cfg, resolve=True), p.dir) if logger["name"] == "wandb" else None
+
+    def report(rec: dict) -> None:
+        writer.write(rec)
+        if wb is not None:
+            wb.log({k: v for k, v in rec.items() if k != "step"}, step=int(rec["step"]))
+        if report_fn is not None:
+            report_fn(rec)
+
+    try:
+        result = train(cfg, spec["seed"], report)
+    except BaseException:
+        writer.close()
+        store.write_status(p, status="error", started=started, ended=time.time(), error=traceback.format_exc(), **base)
+        if wb is not None:
+            wb.finish(exit_code=1)
+        raise
+    writer.close()
+    tokens = max((r.get("tokens/total", 0.0) for r in result.history), default=0.0)
+    store.write_status(p, status=result.status, started=started, ended=time.time(), seconds=result.seconds,
+                       peak_rss_mb=result.peak_rss_mb, n_records=writer.count, tokens=tokens, note=result.note, **base)
+    if wb is not None:
+        wb.summary["status"] = result.status
+        wb.finish()
+    return result.status
+
+
+def _tune_trainable(config: dict, specs: list[dict], run: str, logger: dict, invocation: str) -> None:
+    from ray import tune
+
+    spec = specs[config["trial_index"]]
+    keys = ("step", "eval/positive_rate", "reward/mean")
+
+    def to_tune(rec: dict) -> None:
+        tune.report({k: rec[k] for k in keys if k in rec})
+
+    status = run_trial(spec, run, logger, invocation, to_tune)
+    tune.report({"step": -1, "ablate_status": status})
+
+
+def execute(plan: Plan, cfg, progress=None) -> dict:
+    """Run every unfinished trial of ``plan``; returns counts. Holds a file lock on the run directory."""
+    run = store.run_dir(Path(cfg.runs_dir).resolve(), plan.sweep, plan.run_id)
+    run.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(run / ".lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise SweepLocked(f"runs_dir={str(run)!r}: another sweep is running on this run directory; wait for it or use fresh=true") from None
+    try:
+        return _execute_locked(plan, cfg, run, progress)
+    finally:
+        lock.release()
+
+
+def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
+    import json
+
+    store.write_atomic(run / "plan.json", json.dumps({
+        "sweep": plan.sweep, "run_id": plan.run_id, "baseline": plan.baseline, "variants": plan.variants,
+        "factors": plan.factors, "seeds": plan.seeds, "spec": plan.spec,
+        "trials": [{"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash} for t in plan.trials],
+    }, indent=1))
+    pending = [t for t in plan.trials if not store.is_finished(store.trial_paths(run, t.variant, t.seed), t.config_hash)]
+    counts = {"total": len(plan.trials), "skipped": len(plan.trials) - len(pending), "ran": len(pending)}
+    if progress is not None:
+        progress.begin(plan, pending)
+    if pending:
+        _run_on_ray(pending, cfg, run, progress)
+    failed = 0
+    for t in pending:
+        p = store.trial_paths(run, t.variant, t.seed)
+        if not store.is_finished(p, t.config_hash):
+            st = store.read_status(p) or {}
+            store.write_status(p, **{**st, "status": "failed", "error": st.get("error") or "trial did not finish (worker lost)"})
+            failed += 1
+    counts["failed"] = failed
+    if progress is not None:
+        progress.end()
+    return counts
+
+
+def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
+    started = start_ray(cfg)
+    from ray import tune
+
+    specs = [{"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash, "config_yaml": t.config_yaml,
+              "factors": t.factors, "overrides": t.overrides, "sweep": run.parent.name, "run_id": run.name}
+             for t in pending]
+    logger = {"name": cfg.logger, "project": cfg.wandb.project, "entity": cfg.wandb.entity, "mode": cfg.wandb.mode}
+    trainable = tune.with_parameters(_tune_trainable, specs=specs, run=str(run), logger=logger, invocation=uuid.uuid4().hex)
+    trainable = tune.with_resources(trainable, {"cpu": cfg.launcher.cpus_per_trial, "gpu": cfg.launcher.gpus_per_trial})
+    tmp = tempfile.mkdtemp(prefix="ablate-tune-")
+    callbacks = [progress.tune_callback(specs)] if progress is not None else []
+    try:
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"trial_index": tune.grid_search(list(range(len(specs))))},
+            tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=cfg.launcher.max_concurrent or None),
+            run_config=tune.RunConfig(
+                name="ablate", storage_path=tmp, verbose=0, callbacks=callbacks,
+                failure_config=tune.FailureConfig(max_failures=cfg.launcher.max_failures),
+            ),
+        )
+        tuner.fit()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if started:
+            import ray
+
+            ray.shutdown()

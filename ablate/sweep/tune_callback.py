@@ -1,0 +1,43 @@
+"""Tune callback feeding SweepProgress. Module-level so Tune can pickle it by reference."""
+
+from __future__ import annotations
+
+import yaml
+from ray import tune
+
+
+class ProgressCallback(tune.Callback):
+    def __init__(self, progress, specs: list[dict]):
+        self.progress = progress
+        self.names = [f"{s['variant']}-seed{s['seed']}" for s in specs]
+        self.steps = [int(yaml.safe_load(s["config_yaml"])["train"]["steps"]) for s in specs]
+
+    def __getstate__(self):  # Tune pickles its run config; the live display stays in the driver
+        return {}
+
+    def __setstate__(self, state):
+        self.progress = None
+
+    def _key(self, trial) -> str:
+        return self.names[trial.config["trial_index"]]
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        i = trial.config["trial_index"]
+        self.progress.running[self.names[i]] = 0
+        self.progress.steps_per_trial[self.names[i]] = self.steps[i]
+        self.progress._refresh()
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        if result.get("step", -1) >= 0:
+            self.progress.running[self._key(trial)] = int(result["step"])
+            self.progress._refresh()
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self.progress._finish(self._key(trial), ok=True)
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self.progress._finish(self._key(trial), ok=False)
+
+    def on_trial_recover(self, iteration, trials, trial, **info):
+        self.progress.retried += 1
+        self.progress._line(f"retrying {self._key(trial)} after an error")

@@ -1,0 +1,105 @@
+"""GRPO objective pieces: clipped surrogate, KL estimators, entropy, and loss aggregation.
+
+Loss aggregation (length normalization) is a setting separate from the objective, as in verl's
+``loss_agg_mode``, so the two can be ablated independently. Shapes: B sequences, T completion tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ablate.registry import Registry
+
+KL_ESTIMATORS = Registry("KL estimator", "algo.kl.estimator")
+LOSS_AGG = Registry("loss aggregation", "algo.loss_agg")
+
+
+def clipped_surrogate(
+    logp: torch.Tensor,  # (B, T) log pi_theta(o_t)
+    old_logp: torch.Tensor,  # (B, T) log pi_old(o_t), the behaviour policy
+    advantages: torch.Tensor,  # (B,) or (B, T)
+    eps_low: float,
+    eps_high: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """PPO/GRPO per-token loss -min(r A, clip(r, 1-eps_low, 1+eps_high) A) (clip-higher when eps_high > eps_low).
+
+    Returns (per_token_loss, clipped_low, clipped_high): the masks mark tokens whose gradient the clip removed,
+    r < 1-eps_low with A < 0 and r > 1+eps_high with A > 0, as TRL and verl count ``clip_ratio/low|high``.
+    """
+    adv = advantages.unsqueeze(-1) if advantages.dim() == 1 else advantages  # (B, 1) or (B, T)
+    ratio = torch.exp(logp - old_logp)  # (B, T)
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * adv
+    loss = -torch.min(unclipped, clipped)
+    with torch.no_grad():
+        low = (ratio < 1 - eps_low) & (adv < 0)
+        high = (ratio > 1 + eps_high) & (adv > 0)
+    return loss, low, high
+
+
+@KL_ESTIMATORS.register("k1")
+def kl_k1(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k1 = log pi - log pi_ref: unbiased, high variance, can be negative (Schulman's 'Approximating KL')."""
+    return logp - ref_logp
+
+
+@KL_ESTIMATORS.register("k2")
+def kl_k2(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k2 = (log pi - log pi_ref)^2 / 2: biased, low variance, non-negative."""
+    return 0.5 * (logp - ref_logp) ** 2
+
+
+@KL_ESTIMATORS.register("k3")
+def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k3 = exp(log pi_ref - log pi) - (log pi_ref - log pi) - 1: unbiased, low variance, >= 0 (GRPO paper)."""
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """(..., V) logits -> (...) entropy of softmax, computed stably from log_softmax."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+@LOSS_AGG.register("token-mean")
+def agg_token_mean(loss: torch.Tensor, mask: torch.Tensor, max_len: int, num_seqs: float, num_tokens: float):
+    """Sum over all unmasked tokens / their count (DAPO): long answers weigh more in the batch."""
+    return (loss * mask).sum() / max(num_tokens, 1.0)
+
+
+@LOSS_AGG.register("seq-mean-token-mean")
+def agg_seq_mean_token_mean(loss: torch.Tensor, mask: torch.Tensor, max_len: int, num_seqs: float, num_tokens: float):
+    """Original GRPO: mean per sequence, then mean over sequences. Fully-masked rows count as 0, not NaN."""
+    per_seq = (loss * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+    return per_seq.sum() / max(num_seqs, 1.0)
+
+
+@LOSS_AGG.register("seq-mean-token-sum-norm")
+def agg_constant(loss: torch.Tensor, mask: torch.Tensor, max_len: int, num_seqs: float, num_tokens: float):
+    """Dr. GRPO: sum / (num_seqs * max_response_length), a constant that removes the length bias."""
+    return (loss * mask).sum() / (max(num_seqs, 1.0) * max_len)
+
+
+def aggregate_loss(
+    per_token_loss: torch.Tensor,  # (B, T)
+    mask: torch.Tensor,  # (B, T) float 0/1
+    mode: str,
+    max_len: int,
+    num_seqs: float | None = None,
+    num_tokens: float | None = None,
+) -> torch.Tensor:
+    """Reduce a per-token loss to a scalar by ``mode``.
+
+    ``num_seqs`` / ``num_tokens`` are the normalizers of the whole optimizer step: passing them makes
+    gradient accumulation over micro-batches sum to exactly the full-batch loss. They default to this batch's.
+    """
+    mask = mask.to(per_token_loss.dtype)
+    ns = float(per_token_loss.shape[0]) if num_seqs is None else float(num_seqs)
+    nt = float(mask.sum()) if num_tokens is None else float(num_tokens)
+    return LOSS_AGG[mode](per_token_loss, mask, max_len, ns, nt)
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    mask = mask.to(x.dtype)
+    return (x * mask).sum() / mask.sum().clamp(min=1)

@@ -1,0 +1,110 @@
+"""Policy models: an embedded tiny causal LM (transformers Llama config + char tokenizer) or any HF id/path."""
+
+from __future__ import annotations
+
+import torch
+
+
+class CharTokenizer:
+    """Character-level tokenizer for the embedded task: ids 0..2 are pad/bos/eos, then one id per character."""
+
+    pad_token_id = 0
+    bos_token_id = 1
+    eos_token_id = 2
+
+    def __init__(self, alphabet: str):
+        chars = sorted(set(alphabet))
+        self.itos = ["<pad>", "<bos>", "<eos>", *chars]
+        self.stoi = {c: i for i, c in enumerate(self.itos)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str, bos: bool = True) -> list[int]:
+        try:
+            ids = [self.stoi[c] for c in text]
+        except KeyError as e:
+            raise ValueError(f"character {e.args[0]!r} is not in the task's alphabet") from None
+        return [self.bos_token_id, *ids] if bos else ids
+
+    def decode(self, ids) -> str:
+        return "".join(self.itos[i] for i in ids if i > 2)
+
+    def token_ids(self, text: str) -> list[int]:
+        return self.encode(text, bos=False)
+
+
+class HFTokenizer:
+    """Adapter giving an AutoTokenizer the small interface the trainer uses (chat template where present)."""
+
+    def __init__(self, tok, use_chat_template: bool = True):
+        self.tok = tok
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        self.pad_token_id = tok.pad_token_id
+        self.eos_token_id = tok.eos_token_id
+        self.bos_token_id = tok.bos_token_id
+        self.use_chat_template = use_chat_template and getattr(tok, "chat_template", None) is not None
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tok)
+
+    def encode(self, text: str, bos: bool = True) -> list[int]:
+        if self.use_chat_template:
+            return list(self.tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True))
+        return self.tok(text, add_special_tokens=bos)["input_ids"]
+
+    def decode(self, ids) -> str:
+        return self.tok.decode(list(ids), skip_special_tokens=True)
+
+    def token_ids(self, text: str) -> list[int]:
+        return self.tok(text, add_special_tokens=False)["input_ids"]
+
+
+def build_tokenizer(model_cfg, alphabet: str):
+    if model_cfg.name == "tiny":
+        return CharTokenizer(alphabet)
+    from transformers import AutoTokenizer
+
+    return HFTokenizer(AutoTokenizer.from_pretrained(model_cfg.name), model_cfg.chat_template)
+
+
+def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
+    """The tiny model is initialized from ``seed`` (same seed -> same weights in every variant)."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    if model_cfg.name == "tiny":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config = LlamaConfig(
+            vocab_size=vocab_size,
+            hidden_size=model_cfg.hidden_size,
+            intermediate_size=model_cfg.intermediate_size,
+            num_hidden_layers=model_cfg.num_layers,
+            num_attention_heads=model_cfg.num_heads,
+            num_key_value_heads=model_cfg.num_heads,
+            max_position_embeddings=model_cfg.max_positions,
+            tie_word_embeddings=True,
+            pad_token_id=CharTokenizer.pad_token_id,
+            bos_token_id=CharTokenizer.bos_token_id,
+            eos_token_id=CharTokenizer.eos_token_id,
+        )
+        config._attn_implementation = model_cfg.attn_implementation
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    else:
+        from transformers import AutoModelForCausalLM
+
+        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[model_cfg.dtype]
+        if device == "cpu" and dtype != torch.float32:
+            dtype = torch.float32  # bf16 matmuls on CPU are slow and lossy; bf16 is for GPUs
+        model = AutoModelForCausalLM.from_pretrained(
+            model_cfg.name, dtype=dtype, attn_implementation=model_cfg.attn_implementation
+        )
+        if model_cfg.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+    model.generation_config.pad_token_id = model.config.pad_token_id
+    return model.to(device)

@@ -1,0 +1,79 @@
+"""Rule verifiers: correctness, format, and partial credit (a process-style reward) of one completion.
+
+A verifier maps (completion text, problem) -> Verdict; ``combine_rewards`` turns verdicts into the scalar
+reward with the config's weights, so every weight an ablation depends on is in config and logged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ablate.registry import Registry
+from ablate.trainer.tasks import Problem
+
+VERIFIERS = Registry("reward verifier", "task.verifier")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    correct: float  # 1.0 if the extracted answer is right
+    format_ok: float  # 1.0 if the completion has the required <answer> form
+    partial: float  # fraction of answer positions right: partial credit per step
+
+
+def extract_wrapped(text: str, open_: str, close: str) -> str | None:
+    """The answer between the first ``open_`` and the following ``close``, or None."""
+    start = text.find(open_)
+    if start < 0:
+        return None
+    end = text.find(close, start + len(open_))
+    return None if end < 0 else text[start + len(open_) : end]
+
+
+@VERIFIERS.register("exact")
+def verify_exact(text: str, problem: Problem, open_: str = "<", close: str = ">") -> Verdict:
+    """Exact string match of the wrapped answer; format requires the completion to be exactly <answer>."""
+    got = extract_wrapped(text, open_, close)
+    well_formed = text.startswith(open_) and text.endswith(close) and got is not None
+    if got is None:
+        return Verdict(0.0, 0.0, 0.0)
+    ref = problem.answer
+    hits = sum(a == b for a, b in zip(got, ref, strict=False))
+    partial = hits / max(len(ref), len(got), 1)
+    return Verdict(float(got == ref), float(well_formed), partial)
+
+
+_NUM = re.compile(r"-?\d[\d,]*\.?\d*")
+
+
+def _last_number(text: str) -> str | None:
+    found = _NUM.findall(text)
+    return found[-1].replace(",", "").rstrip(".") if found else None
+
+
+@VERIFIERS.register("math")
+def verify_math(text: str, problem: Problem, open_: str = "\\boxed{", close: str = "}") -> Verdict:
+    """Math answers: math-verify when installed (extra ``data``), else numeric comparison of the last number."""
+    boxed = extract_wrapped(text, open_, close)
+    candidate = boxed if boxed is not None else _last_number(text)
+    if candidate is None:
+        return Verdict(0.0, 0.0, 0.0)
+    try:
+        from math_verify import parse, verify
+
+        ok = bool(verify(parse(f"${problem.answer}$"), parse(f"${candidate}$")))
+    except ImportError:
+        try:
+            ok = abs(float(candidate) - float(problem.answer.replace(",", ""))) < 1e-6
+        except ValueError:
+            ok = candidate.strip() == problem.answer.strip()
+    return Verdict(float(ok), float(boxed is not None), float(ok))
+
+
+def combine_rewards(v: Verdict, scale: float, format_weight: float, process_weight: float) -> float:
+    """reward = scale * ((1 - w) * correct + w * partial + format_weight * format_ok).
+
+    ``process_weight`` w mixes partial credit (per answer position) with the outcome reward.
+    """
+    return scale * ((1.0 - process_weight) * v.correct + process_weight * v.partial + format_weight * v.format_ok)

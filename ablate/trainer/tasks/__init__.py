@@ -1,0 +1,32 @@
+"""Verifiable tasks: an embedded synthetic one (no downloads) and loaders for real datasets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ablate.registry import Registry
+
+TASKS = Registry("task", "task.name")
+
+
+@dataclass(frozen=True)
+class Problem:
+    prompt: str  # the text the policy sees
+    answer: str  # the reference answer the verifier checks against
+    level: int = 0  # difficulty bucket (for reports and diagnostics)
+
+
+@dataclass
+class TaskData:
+    train: list[Problem]
+    eval: list[Problem]
+    format_open: str = "<"  # answer is wrapped as <open>answer<close>: a token mask can drop these
+    format_close: str = ">"
+    sft_targets: list[str] = field(default_factory=list)  # warm-start targets aligned with train (may be noisy)
+    alphabet: str = ""  # characters of the embedded task, for the char tokenizer
+
+
+def load_task(cfg) -> TaskData:
+    from ablate.trainer.tasks import math_datasets, reverse  # noqa: F401  (registers)
+
+    return TASKS[cfg.name](cfg)

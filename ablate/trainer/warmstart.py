@@ -1,0 +1,79 @@
+"""Deterministic SFT warm start on the task's (noisy-teacher) targets, cached on disk per (config, seed).
+
+Why: a randomly initialized policy never samples a correct answer, so pure RL has no signal. Every variant of
+seed n loads the same cached checkpoint, which keeps comparisons paired (common random numbers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import torch
+from filelock import FileLock
+from omegaconf import OmegaConf
+
+from ablate.trainer.rollout import left_pad
+
+WARMSTART_VERSION = 1  # bump when the SFT recipe or the task generator changes: old caches then miss
+
+
+def warmstart_key(cfg, seed: int) -> str:
+    blob = {
+        "model": OmegaConf.to_container(cfg.model, resolve=True),
+        "task": OmegaConf.to_container(cfg.task, resolve=True),
+        "warmstart": {k: v for k, v in OmegaConf.to_container(cfg.warmstart, resolve=True).items() if k != "cache_dir"},
+        "seed": seed,
+        "torch": torch.__version__.split("+")[0],
+        "version": WARMSTART_VERSION,
+    }
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def sft(model, tokenizer, prompts: list[str], targets: list[str], open_: str, close: str, ws, seed: int) -> None:
+    """Teacher-forced cross-entropy on the response tokens only (prompt tokens are not learned)."""
+    gen = torch.Generator().manual_seed(seed * 1000 + 7)
+    pairs = []
+    for p, t in zip(prompts, targets, strict=True):
+        p_ids = tokenizer.encode(p)
+        r_ids = tokenizer.token_ids(open_ + t + close) + [tokenizer.eos_token_id]
+        pairs.append((p_ids, r_ids))
+    opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
+    model.train()
+    for step in range(ws.steps):
+        idx = torch.randint(len(pairs), (ws.batch_size,), generator=gen).tolist()
+        seqs = [pairs[i][0] + pairs[i][1] for i in idx]
+        ids, mask = left_pad(seqs, tokenizer.pad_token_id)
+        labels = ids.clone()
+        for row, i in enumerate(idx):
+            labels[row, : ids.shape[1] - len(pairs[i][1])] = -100  # only the response is learned
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, :-1]
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1))
+        lr_mult = min(1.0, (step + 1) / max(1, ws.steps // 10)) * (1 - 0.9 * step / ws.steps)
+        for g in opt.param_groups:
+            g["lr"] = ws.lr * lr_mult
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+
+def load_or_train(cfg, seed: int, model, tokenizer, task) -> str | None:
+    """Loads the cached warm-start weights into ``model`` (training and caching them first if absent)."""
+    ws = cfg.warmstart
+    if not ws.enabled or cfg.model.name != "tiny":
+        return None
+    cache = Path(ws.cache_dir).expanduser()
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"warmstart-{warmstart_key(cfg, seed)}.pt"
+    with FileLock(str(path) + ".lock"):  # concurrent trials of one seed train it once
+        if not path.exists():
+            sft(model, tokenizer, [p.prompt for p in task.train], task.sft_targets, task.format_open, task.format_close, ws, seed)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            torch.save(model.state_dict(), tmp)
+            os.replace(tmp, path)
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return str(path)
