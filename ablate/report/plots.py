@@ -25,10 +25,11 @@ def _band(values: np.ndarray, rng: np.random.Generator, n_boot: int = 500) -> tu
     return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
-def learning_curves(metrics: pd.DataFrame, metric: str, baseline: str, out: Path, max_panels: int = 16) -> Path:
-    """One panel per variant, baseline drawn in every panel, 95% bootstrap bands across seeds."""
+def learning_curves(metrics: pd.DataFrame, metric: str, baseline: str, order: list[str], out: Path, max_panels: int = 16) -> Path:
+    """One panel per variant (in plan order), baseline drawn in every panel, 95% bootstrap bands across seeds."""
     ok = metrics[(metrics.status == "done") & metrics[metric].notna()] if metric in metrics else metrics.iloc[:0]
-    variants = [v for v in dict.fromkeys(ok.variant) if v != baseline][:max_panels] or [baseline]
+    present = set(ok.variant) if len(ok) else set()
+    variants = [v for v in order if v != baseline and v in present][:max_panels] or [baseline]
     cols = min(4, len(variants))
     rows = math.ceil(len(variants) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False, sharey=True)

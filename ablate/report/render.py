@@ -114,7 +114,7 @@ def write_report(run: Path, reports_dir: str | Path = "reports") -> Path:
     shown = display_table(table)
     (out / "table.tex").write_text(to_latex(shown, f"{plan['sweep']}: {spec['metric']} (final {stats.final_fraction:.0%} of evals)"))
     r["summaries"].to_csv(out / "trials.csv", index=False)
-    figs = [plots.learning_curves(r["metrics"], spec["metric"], plan["baseline"], out),
+    figs = [plots.learning_curves(r["metrics"], spec["metric"], plan["baseline"], list(plan["variants"]), out),
             plots.forest(table, spec["metric"], out),
             plots.seed_dots(r["summaries"], list(plan["variants"]), out)]
     man = manifest(plan, r["trials"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
@@ -36,12 +37,18 @@ def seeds_needed(effect_size: float, alpha: float = 0.05, power: float = 0.8, pa
         return math.nan
     if d < 1e-9:
         return math.inf
-    try:
-        if paired:
-            n = TTestPower().solve_power(effect_size=d, nobs=None, alpha=alpha, power=power)
-        else:
-            n = TTestIndPower().solve_power(effect_size=d, nobs1=None, alpha=alpha, power=power, ratio=1.0)
-    except (ValueError, RuntimeError):
-        return math.nan
+    if power_of(d, 2, alpha, paired) >= power:  # the root finder fails for huge effects: 2 seeds already do
+        return 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if paired:
+                n = TTestPower().solve_power(effect_size=d, nobs=None, alpha=alpha, power=power)
+            else:
+                n = TTestIndPower().solve_power(effect_size=d, nobs1=None, alpha=alpha, power=power, ratio=1.0)
+        except (ValueError, RuntimeError):
+            return math.nan
     n = float(n[0] if hasattr(n, "__len__") else n)
+    if not math.isfinite(n):
+        return math.nan
     return float(min(math.ceil(max(n, 2.0)), cap))

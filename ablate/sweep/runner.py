@@ -101,7 +101,7 @@ def run_trial(spec: dict, run: str, logger: dict, invocation: str, report_fn=Non
     writer.close()
     tokens = max((r.get("tokens/total", 0.0) for r in result.history), default=0.0)
     store.write_status(p, status=result.status, started=started, ended=time.time(), seconds=result.seconds,
-                       peak_rss_mb=result.peak_rss_mb, n_records=writer.count, tokens=tokens, note=result.note, **base)
+                       setup_seconds=result.setup_seconds, peak_rss_mb=result.peak_rss_mb, n_records=writer.count, tokens=tokens, note=result.note, **base)
     if wb is not None:
         wb.summary["status"] = result.status
         wb.finish()

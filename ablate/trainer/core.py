@@ -41,17 +41,24 @@ class InjectedFault(RuntimeError):
 class TrialResult:
     status: str  # "done" | "diverged"
     history: list[dict] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = 0.0  # the RL loop only; warm start and model build are in setup_seconds
     peak_rss_mb: float = 0.0
     note: str = ""
+    setup_seconds: float = 0.0
 
     @property
     def final(self) -> dict:
         return self.history[-1] if self.history else {}
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+def rss_mb() -> float:
+    """Current resident memory. Sampled each step: a reused Ray worker's lifetime peak (ru_maxrss) would
+    carry one trial's peak into the next."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # no /proc: lifetime peak (KiB on Linux)
 
 
 def _device(name: str) -> str:
@@ -291,12 +298,16 @@ class Trainer:
 
 def train(cfg, seed: int, report: Callable[[dict], None] | None = None) -> TrialResult:
     """Run one trial. Divergence (NaN/inf) ends it as ``diverged`` with its history; other errors propagate."""
-    t0 = time.perf_counter()
+    t_setup = time.perf_counter()
     trainer = Trainer(cfg, seed)
+    t0 = time.perf_counter()
+    peak = rss_mb()
     history: list[dict] = []
     steps, every = cfg.train.steps, cfg.train.eval_every
 
     def emit(rec: dict) -> None:
+        nonlocal peak
+        peak = max(peak, rss_mb())
         history.append(rec)
         if report is not None:
             report(rec)
@@ -320,4 +331,4 @@ def train(cfg, seed: int, report: Callable[[dict], None] | None = None) -> Trial
             emit({"step": steps, "eval/positive_rate": trainer.evaluate(steps)})
     except Diverged as d:  # pragma: no cover - divergence outside step() (e.g. in evaluation)
         status, note = "diverged", str(d.args[0])
-    return TrialResult(status, history, time.perf_counter() - t0, peak_rss_mb(), note)
+    return TrialResult(status, history, time.perf_counter() - t0, peak, note, t0 - t_setup)

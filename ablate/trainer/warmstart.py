@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from ablate.trainer.rollout import left_pad
 
-WARMSTART_VERSION = 1  # bump when the SFT recipe or the task generator changes: old caches then miss
+WARMSTART_VERSION = 2  # bump when the SFT recipe or the task generator changes: old caches then miss
 
 
 def warmstart_key(cfg, seed: int) -> str:

@@ -29,21 +29,32 @@ def _corrupt(answer: str, rng: random.Random, alphabet: str) -> str:
 def reverse_task(cfg) -> TaskData:
     rng = random.Random(cfg.data_seed)  # the dataset is fixed across trial seeds: only the order varies
     alphabet = cfg.alphabet
-    seen: set[str] = set()
+    lengths = range(cfg.min_len, cfg.max_len + 1)
 
-    def draw(n: int) -> list[Problem]:
-        out = []
-        while len(out) < n:
-            length = rng.randint(cfg.min_len, cfg.max_len)
-            s = "".join(rng.choice(alphabet) for _ in range(length))
-            if s in seen:
-                continue
-            seen.add(s)
-            out.append(Problem(prompt=s + "=", answer=s[::-1], level=length))
-        return out
+    def rand_string(length: int) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(length))
 
-    eval_set = draw(cfg.n_eval)  # held out first, so train never contains an eval string
-    train = draw(cfg.n_train)
+    # Held-out eval strings: unique, lengths uniform, at most half of each length's strings (so short
+    # lengths, which have few distinct strings, stay trainable).
+    eval_set: list[Problem] = []
+    held: set[str] = set()
+    per_len = dict.fromkeys(lengths, 0)
+    while len(eval_set) < cfg.n_eval:
+        length = rng.choice(lengths)
+        if per_len[length] >= len(alphabet) ** length // 2:
+            continue
+        s = rand_string(length)
+        if s not in held:
+            held.add(s)
+            per_len[length] += 1
+            eval_set.append(Problem(prompt=s + "=", answer=s[::-1], level=length))
+    # Train: lengths uniform (every difficulty equally common), strings never in eval; short strings repeat.
+    train: list[Problem] = []
+    while len(train) < cfg.n_train:
+        length = rng.choice(lengths)
+        s = rand_string(length)
+        if s not in held:
+            train.append(Problem(prompt=s + "=", answer=s[::-1], level=length))
     targets = []
     for p in train:
         p_wrong = min(cfg.teacher_noise_max, cfg.teacher_noise_per_char * p.level)
