@@ -62,6 +62,14 @@ def _one_line(exc: Exception, overrides: list[str]) -> str:
     if m:
         full = re.search(r"full_key: (\S+)", msg)
         return f"{full.group(1) if full else '?'}={m.group(1)!r}: must be of type {m.group(2)}"
+    m = re.search(r'in "([^"]+\.yaml)", line (\d+)', msg)
+    if m:  # YAML syntax error in a config or sweep file
+        lines = [ln.strip() for ln in msg.splitlines() if ln.strip() and not ln.strip().startswith("in ")]
+        return f"{m.group(1)}: malformed YAML at line {m.group(2)}: {'; '.join(lines[:2])}"
+    m = re.search(r"no viable alternative at input '([^']*)'", msg)
+    if m:
+        bad = next((o for o in overrides if m.group(1).rstrip("=") in o), m.group(1))
+        return f"{bad}: cannot parse this override; quote list items that contain '=' (e.g. key=['a=b'])"
     first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
     return f"{first} (overrides: {' '.join(overrides)})"
 

@@ -1,0 +1,80 @@
+"""Trial crash (retried, then recorded failed), divergence in the report, truncated metrics, concurrent sweeps."""
+
+import json
+import time
+
+import pandas as pd
+import pytest
+
+from ablate import store
+from tests.helpers import cli, fingerprint, metrics_without_time, start_cli, statuses, the_run, write_sweep
+
+pytestmark = pytest.mark.slow
+
+
+def test_trial_crash_is_retried_then_recorded_failed(tmp_path):
+    sp = write_sweep(tmp_path / "sweeps", "fault", {"entropy_off": ["entropy=off"]})
+    proc = cli([sp, "sweep=fault", "seeds=2", "train.fault_step=2", "train.fault_seed=1", "launcher.max_failures=1"], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the sweep completes, and says cells failed
+    assert "2 failed" in proc.stdout
+    run = the_run(tmp_path, "fault")
+    assert statuses(run) == {("baseline", 0): "done", ("entropy_off", 0): "done",
+                             ("baseline", 1): "failed", ("entropy_off", 1): "failed"}
+    st = json.loads((run / "baseline" / "seed=1" / "status.json").read_text())
+    assert st["attempts"] == 2  # retried once (launcher.max_failures=1)
+    assert "InjectedFault: injected fault at step 2" in st["error"] and "Traceback" in st["error"]
+    md = (tmp_path / "reports" / "fault" / run.name / "report.md").read_text()
+    assert "Missing cells" in md and "baseline seeds 1" in md and "entropy_off seeds 1" in md
+
+
+def test_divergence_is_counted_and_excluded(tmp_path):
+    boom = ["task.reward_scale=1e38", "adv_norm=none", "optim.lr=10", "optim.grad_clip=0", "task.process_weight=1"]
+    sp = write_sweep(tmp_path / "sweeps", "div", {"boom": boom})
+    proc = cli([sp, "sweep=div", "seeds=2"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = the_run(tmp_path, "div")
+    assert statuses(run)[("boom", 0)] == "diverged"
+    out = tmp_path / "reports" / "div" / run.name
+    t = pd.read_csv(out / "table.csv").set_index("variant")
+    assert t.loc["boom", "seeds_diverged"] == 2 and t.loc["boom", "verdict"] == "diverged in 2 of 2 seeds"
+    assert pd.isna(t.loc["boom", "mean"])  # excluded from means
+    assert "2 trial(s) diverged" in (out / "report.md").read_text()
+
+
+def test_truncated_metrics_are_detected_and_rerun(tmp_path):
+    sp = write_sweep(tmp_path / "sweeps", "trunc", {"entropy_off": ["entropy=off"]})
+    args = [sp, "sweep=trunc", "seeds=1"]
+    assert cli(args, cwd=tmp_path).returncode == 0
+    run = the_run(tmp_path, "trunc")
+    victim = store.trial_paths(run, "entropy_off", 0)
+    other = store.trial_paths(run, "baseline", 0)
+    keep = fingerprint(other.metrics)
+    text = victim.metrics.read_text()
+    expected = metrics_without_time(victim.metrics)
+    victim.metrics.write_text(text[:-7])  # a crash mid-write: torn last line
+    with pytest.raises(store.CorruptMetrics):
+        store.read_metrics(victim.metrics)
+    _, trials = store.load_run(run)
+    assert trials.set_index("variant").loc["entropy_off", "status"] == "corrupt"  # never half-read into a report
+    again = cli(args, cwd=tmp_path)
+    assert "1 ran, 1 skipped" in again.stdout
+    assert metrics_without_time(victim.metrics) == expected  # rerun, deterministically identical
+    assert fingerprint(other.metrics) == keep
+
+
+def test_concurrent_sweeps_on_one_run_directory(tmp_path):
+    sp = write_sweep(tmp_path / "sweeps", "conc", {"entropy_off": ["entropy=off"]})
+    args = [sp, "sweep=conc", "seeds=2"]
+    first = start_cli(args, cwd=tmp_path)
+    deadline = time.time() + 120
+    while not list(tmp_path.glob("runs/conc/*/plan.json")) and time.time() < deadline:
+        time.sleep(0.1)
+    second = cli(args, cwd=tmp_path)
+    assert second.returncode == 3
+    err = second.stderr.strip().splitlines()
+    assert len(err) == 1 and "another sweep is running on this run directory" in err[0]
+    assert first.wait(timeout=300) == 0, first.stdout.read()
+    run = the_run(tmp_path, "conc")
+    assert set(statuses(run).values()) == {"done"} and len(statuses(run)) == 4
+    for v, s, p in store.iter_trials(run):
+        assert store.is_finished(p, json.loads(p.status.read_text())["config_hash"])
