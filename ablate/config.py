@@ -55,6 +55,7 @@ class TaskConfig:
     answer_key: str = "answer"
     prompt_template: str = "{question}\nPut the final answer in \\boxed{{}}."
     max_eval: int = 128
+    max_prompt_length: int = 0  # prompts longer than this many tokens are dropped (0 = keep all)
 
 
 @dataclass
@@ -134,8 +135,10 @@ class OptimConfig:
 class TrainConfig:
     steps: int = 60
     prompts_per_step: int = 8
-    minibatches: int = 1  # optimizer steps per epoch
-    grad_accum: int = 1  # micro-batches per optimizer step (exact: normalizers are the minibatch's)
+    micro_batch_size: int = 0  # per_device_train_batch_size: rows per forward/backward (0 = the whole batch)
+    grad_accum: int = 1  # gradient_accumulation_steps: micro-batches per optimizer step (exact: the loss
+    # normalizers are the optimizer step's). With micro_batch_size > 0 an epoch takes
+    # ceil(rows / (micro_batch_size * grad_accum)) optimizer steps; with 0, one step split grad_accum ways.
     eval_every: int = 10
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 1  # torch threads; 0 leaves torch's default
@@ -194,6 +197,7 @@ class SweepConfig:
     overrides: list[str] = field(default_factory=list)  # applied to every trial (e.g. budget)
     variants: dict[str, list[str]] = field(default_factory=dict)  # one-factor-at-a-time: name -> overrides
     axes: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # factorial: axis -> level -> overrides
+    # (with axes, `variants` adds named extra comparisons against the baseline cell; ANOVA uses the grid only)
     metric: str = "eval/positive_rate"
     higher_is_better: bool = True
     stats: StatsConfig = field(default_factory=StatsConfig)
@@ -323,12 +327,12 @@ def validate_trial(cfg) -> None:
     _fraction("rollout.gpu_memory_utilization", r.gpu_memory_utilization)
     _at_least("train.steps", tr.steps, 1)
     _at_least("train.prompts_per_step", tr.prompts_per_step, 1)
-    _at_least("train.minibatches", tr.minibatches, 1)
+    _at_least("train.micro_batch_size", tr.micro_batch_size, 0)
     _at_least("train.grad_accum", tr.grad_accum, 1)
     _at_least("train.eval_every", tr.eval_every, 0)
     _at_least("train.threads", tr.threads, 0)
-    if tr.minibatches * tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
-        _fail("train.minibatches", tr.minibatches, "minibatches x grad_accum must not exceed the rollout batch (prompts_per_step x K)")
+    if tr.micro_batch_size == 0 and tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
+        _fail("train.grad_accum", tr.grad_accum, "must not exceed the rollout batch (prompts_per_step x K) when train.micro_batch_size=0")
     _positive("task.reward_scale", t.reward_scale)
     _fraction("task.process_weight", t.process_weight)
     if t.format_weight < 0:
@@ -364,6 +368,9 @@ def validate_launch(cfg) -> None:
     _positive("launcher.cpus_per_trial", cfg.launcher.cpus_per_trial)
     if cfg.launcher.gpus_per_trial < 0:
         _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial, "must be >= 0")
+    if cfg.launcher.gpus_per_trial > 1:  # honest limit: no FSDP/DDP engine inside a trial yet
+        _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial,
+              "at most 1 for now (fractions share a GPU); multi-GPU trials (FSDP/DDP inside a trial) are not implemented yet")
     _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
     _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)
     _at_least("seed", cfg.seed, 0)

@@ -54,7 +54,8 @@ def test_compose_errors_are_one_line(overrides, needle):
     (["rollout.temperature=0"], "rollout.temperature=0.0: must be > 0"),
     (["rollout.max_response_length=4"], "rollout.max_response_length=4: must be >= task.max_len + 3"),
     (["task.process_weight=1.5"], "task.process_weight=1.5: must be a fraction"),
-    (["train.minibatches=1000"], "train.minibatches=1000"),
+    (["train.grad_accum=1000"], "train.grad_accum=1000"),
+    (["train.micro_batch_size=-1"], "train.micro_batch_size=-1"),
 ])
 def test_bad_values_fail_validation_with_key(overrides, needle):
     cfg = compose(overrides)

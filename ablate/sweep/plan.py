@@ -72,8 +72,6 @@ def config_hash(cfg: DictConfig) -> str:
 
 def _variants(spec) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
     """One-factor-at-a-time variants, or the full grid of factorial axes (names 'axis=level,...')."""
-    if spec.variants and spec.axes:
-        raise ConfigError(f"sweep {spec.name!r}: give either variants (one at a time) or axes (factorial), not both")
     variants: dict[str, list[str]] = {}
     factors: dict[str, dict[str, str]] = {}
     if spec.axes:
@@ -87,7 +85,14 @@ def _variants(spec) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
             factors[name] = dict(combo)
         if spec.baseline not in variants:
             raise ConfigError(f"sweep.baseline={spec.baseline!r}: a factorial baseline must name a grid cell, e.g. {next(iter(variants))!r}")
-        return {spec.baseline: variants.pop(spec.baseline), **variants}, factors
+        variants = {spec.baseline: variants.pop(spec.baseline), **variants}
+        for name, ovs in spec.variants.items():  # named extra comparisons beside the grid
+            if name in variants:
+                raise ConfigError(f"sweep.variants.{name}: the name is already a grid cell")
+            if not ovs:
+                raise ConfigError(f"sweep.variants.{name}: empty override list (it would duplicate the baseline)")
+            variants[name] = [*variants[spec.baseline], *ovs]  # starts from the baseline cell
+        return variants, factors
     if spec.baseline in spec.variants:
         raise ConfigError(f"sweep.variants.{spec.baseline}: a variant may not reuse the baseline's name")
     variants[spec.baseline] = []

@@ -100,10 +100,20 @@ class Trainer:
         gen_device = self.device if self.device != "cpu" else "cpu"
         self.sample_gen = torch.Generator(device=gen_device).manual_seed(seed * 1_000 + 2)
         self.update_gen = torch.Generator().manual_seed(seed * 1_000 + 3)
-        replay = algo.dynamic_sampling.replay_weight if algo.dynamic_sampling.mode == "hard_replay" else 1.0
-        self.sampler = PromptSampler(len(self.task.train), torch.Generator().manual_seed(seed * 1_000 + 1), replay)
         self.train_ids = [self.tok.encode(p.prompt) for p in self.task.train]
         self.eval_ids = [self.tok.encode(p.prompt) for p in self.task.eval]
+        if cfg.task.max_prompt_length > 0:  # drop over-long prompts (verl's filter_overlong_prompts)
+            limit = cfg.task.max_prompt_length
+            keep = [i for i, ids in enumerate(self.train_ids) if len(ids) <= limit]
+            self.task.train = [self.task.train[i] for i in keep]
+            self.train_ids = [self.train_ids[i] for i in keep]
+            keep_eval = [i for i, ids in enumerate(self.eval_ids) if len(ids) <= limit]
+            self.task.eval = [self.task.eval[i] for i in keep_eval]
+            self.eval_ids = [self.eval_ids[i] for i in keep_eval]
+            if not self.train_ids or not self.eval_ids:
+                raise ValueError(f"task.max_prompt_length={limit}: no train or eval prompt is that short")
+        replay = algo.dynamic_sampling.replay_weight if algo.dynamic_sampling.mode == "hard_replay" else 1.0
+        self.sampler = PromptSampler(len(self.task.train), torch.Generator().manual_seed(seed * 1_000 + 1), replay)
         fmt = self.task.format_open + self.task.format_close
         self.format_ids = sorted(set(self.tok.token_ids(fmt)))
         self.verify = VERIFIERS[cfg.task.verifier]
@@ -190,7 +200,8 @@ class Trainer:
             raise Diverged("non-finite reward")
         rewards, self.moments = adv_mod.normalize_rewards(raw_rewards, self.moments, algo.reward_normalize, algo.reward_bias_correct)
 
-        multi_pass = algo.update_epochs > 1 or cfg.train.minibatches > 1 or algo.off_policy_reuse
+        rows = raw_rewards.numel()
+        multi_pass = algo.update_epochs > 1 or self._opt_steps_per_epoch(rows) > 1 or algo.off_policy_reuse
         need_old = multi_pass or algo.kl.mode == "in_reward"
         with torch.no_grad():
             old_logp = self._logp(self.model, rb)[0] if need_old else None
@@ -234,8 +245,22 @@ class Trainer:
                 raise Diverged(f"non-finite {key}", record)
         return record
 
+    def _opt_steps_per_epoch(self, rows: int) -> int:
+        t = self.cfg.train
+        return 1 if t.micro_batch_size == 0 else math.ceil(rows / (t.micro_batch_size * t.grad_accum))
+
+    def _minibatches(self, n: int) -> list[list[torch.Tensor]]:
+        """Row indices -> optimizer steps -> micro-batches (shuffled when an epoch has several optimizer steps)."""
+        t = self.cfg.train
+        steps = self._opt_steps_per_epoch(n)
+        order = torch.randperm(n, generator=self.update_gen) if steps > 1 else torch.arange(n)
+        if t.micro_batch_size == 0:
+            return [list(order.chunk(t.grad_accum))]
+        per_step = t.micro_batch_size * t.grad_accum
+        return [list(order[i : i + per_step].split(t.micro_batch_size)) for i in range(0, n, per_step)]
+
     def update(self, batches: list[Batch], ent_coef: float) -> dict:
-        """mu epochs over the batch(es); ``train.minibatches`` optimizer steps per epoch, ``grad_accum`` micro-batches each."""
+        """mu epochs over the batch(es): optimizer steps of ``micro_batch_size x grad_accum`` rows each."""
         cfg, algo = self.cfg, self.cfg.algo
         eps_low = algo.clip.epsilon
         eps_high = algo.clip.epsilon_high if algo.clip.epsilon_high is not None else eps_low
@@ -246,13 +271,12 @@ class Trainer:
         self.model.train()
         for _epoch in range(algo.update_epochs):
             for b in batches:
-                N = b.advantages.shape[0]
-                order = torch.randperm(N, generator=self.update_gen) if cfg.train.minibatches > 1 else torch.arange(N)
-                for mb in order.chunk(cfg.train.minibatches):
+                for micros in self._minibatches(b.advantages.shape[0]):
                     self.opt.zero_grad(set_to_none=True)
+                    mb = torch.cat(micros)
                     ns, nt = float(len(mb)), float(b.loss_mask[mb].sum())
                     step_loss = 0.0
-                    for micro in mb.chunk(cfg.train.grad_accum):
+                    for micro in micros:
                         logp, ent = self._logp(self.model, b.rollout, micro, with_entropy=True)
                         old = b.old_logp[micro] if b.old_logp is not None else logp.detach()
                         pg, low, high = clipped_surrogate(logp, old, b.advantages[micro], eps_low, eps_high)

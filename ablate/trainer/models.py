@@ -108,3 +108,32 @@ def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
             model.gradient_checkpointing_enable()
     model.generation_config.pad_token_id = model.config.pad_token_id
     return model.to(device)
+
+
+def save_tiny_hf_model(path, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4) -> str:
+    """Write a tiny Llama + character-level fast tokenizer in Hugging Face format to ``path``.
+
+    Why: tests (and a first try of ``model=hf``/``rollout=vllm``) need a real HF model directory without a hub
+    download. The vocabulary covers printable ASCII, so any English/math prompt encodes.
+    """
+    import string
+    from pathlib import Path
+
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<s>", "</s>", "<unk>"]
+    vocab = {t: i for i, t in enumerate(specials + sorted(set(string.printable) - set("\x0b\x0c\r")))}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+                         num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
+                         max_position_embeddings=512, tie_word_embeddings=True, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    Path(path).mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)

@@ -37,7 +37,7 @@ BAD = [
     (["sweep=technique_matrix", "+sweep.variants.empty=[]"], "sweep.variants.empty: empty override list"),
     (["sweep=technique_matrix", "+sweep.variants.bad=['kl=nope']"], "variant 'bad': kl='nope': unknown option"),
     (["sweep=technique_matrix", "+sweep.variants.launchy=['seeds=3']"], "sets a launch key"),
-    (["sweep=technique_matrix", "+sweep.axes.lr={low:['optim.lr=1e-4']}"], "either variants (one at a time) or axes"),
+    (["sweep=paper1_hparam_scan", "sweep.baseline='lr=nope'"], "a factorial baseline must name a grid cell"),
     (["mode=report", "report_path=/nonexistent"], "report_path='/nonexistent': not a run directory"),
     (["not-an-override"], "not an override"),
     (["sweep=technique_matrix", "+sweep.variants.x=[kl=k3_loss]"], "quote list items that contain '='"),

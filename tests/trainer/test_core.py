@@ -38,7 +38,7 @@ def test_seed_gives_same_init_and_prompt_order_across_toggles(compose_cfg):
     ["token_mask=format_truncated"], ["dynamic_sampling=drop_zero_std"], ["dynamic_sampling=hard_replay"],
     ["update_epochs=1"], ["adv_norm=batch"], ["adv_norm=group_mean_batch_std"], ["adv_norm=none"],
     ["reward_norm=normalize_bias_correct"], ["clip=clip_higher"], ["lr_schedule=warmup_constant_then_decay"],
-    ["algo.off_policy_reuse=true"], ["train.minibatches=2", "train.grad_accum=2"], ["rollout.top_p=0.9"],
+    ["algo.off_policy_reuse=true"], ["train.micro_batch_size=16", "train.grad_accum=2"], ["train.grad_accum=4"], ["rollout.top_p=0.9"],
 ])
 def test_every_toggle_trains(compose_cfg, toggles):
     cfg = compose_cfg(FAST + toggles)
@@ -84,3 +84,19 @@ def test_baseline_learns_on_every_seed(compose_cfg):
         h = [r for r in train(cfg, seed).history if "eval/positive_rate" in r]
         gains.append(h[-1]["eval/positive_rate"] - h[0]["eval/positive_rate"])
     assert min(gains) >= 0.25, gains
+
+
+def test_gradient_accumulation_matches_one_big_step(compose_cfg):
+    """grad_accum splits one optimizer step into micro-batches without changing the update (same normalizers)."""
+    base = train(compose_cfg(FAST + ["update_epochs=1", "train.steps=2"]), 0).history
+    accum = train(compose_cfg(FAST + ["update_epochs=1", "train.steps=2", "train.grad_accum=4"]), 0).history
+    assert accum[0]["loss"] == pytest.approx(base[0]["loss"], abs=1e-6)
+    assert accum[0]["grad_norm"] == pytest.approx(base[0]["grad_norm"], rel=1e-4)
+    assert accum[1]["reward/mean"] == base[1]["reward/mean"]
+
+
+def test_micro_batches_make_several_optimizer_steps(compose_cfg):
+    t = Trainer(compose_cfg(FAST + ["train.micro_batch_size=8", "train.grad_accum=2"]), 0)
+    steps = t._minibatches(64)
+    assert len(steps) == 4 and all(len(m) == 2 and all(len(x) == 8 for x in m) for m in steps)
+    assert sorted(torch.cat([torch.cat(m) for m in steps]).tolist()) == list(range(64))
