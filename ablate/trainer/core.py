@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ablate.config import as_object
 from ablate.trainer import advantages as adv_mod
 from ablate.trainer.losses import KL_ESTIMATORS, aggregate_loss, clipped_surrogate, masked_mean
 from ablate.trainer.masks import build_loss_mask
@@ -82,6 +83,7 @@ class Trainer:
     """Holds the state of one trial; ``step()`` is one GRPO iteration. Thin by design: the math is elsewhere."""
 
     def __init__(self, cfg, seed: int):
+        cfg = as_object(cfg)
         self.cfg, self.seed = cfg, seed
         if cfg.train.threads > 0:
             torch.set_num_threads(cfg.train.threads)
@@ -96,7 +98,8 @@ class Trainer:
             self.ref = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.backend = build_backend(cfg.rollout, self.model, self.tok)
         o = cfg.optim
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2), weight_decay=o.weight_decay)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2), weight_decay=o.weight_decay,
+                                     fused=True)  # one fused kernel per step, on CPU and GPU
         gen_device = self.device if self.device != "cpu" else "cpu"
         self.sample_gen = torch.Generator(device=gen_device).manual_seed(seed * 1_000 + 2)
         self.update_gen = torch.Generator().manual_seed(seed * 1_000 + 3)
@@ -130,8 +133,8 @@ class Trainer:
         rewards, correct = [], []
         ids = rb.completion_ids.tolist()
         lens = rb.lengths.long().tolist()
-        for row, (seq, n) in enumerate(zip(ids, lens, strict=True)):
-            text = self.tok.decode(seq[:n])
+        texts = self.tok.decode_batch([seq[:n] for seq, n in zip(ids, lens, strict=True)])
+        for row, text in enumerate(texts):
             v = self.verify(text, problems[prompt_idx[row // K]], self.task.format_open, self.task.format_close)
             rewards.append(combine_rewards(v, t.reward_scale, t.format_weight, t.process_weight))
             correct.append(v.correct)
@@ -277,7 +280,7 @@ class Trainer:
                     ns, nt = float(len(mb)), float(b.loss_mask[mb].sum())
                     step_loss = 0.0
                     for micro in micros:
-                        logp, ent = self._logp(self.model, b.rollout, micro, with_entropy=True)
+                        logp, ent = self._logp(self.model, b.rollout, micro, with_entropy="grad" if ent_coef else True)
                         old = b.old_logp[micro] if b.old_logp is not None else logp.detach()
                         pg, low, high = clipped_surrogate(logp, old, b.advantages[micro], eps_low, eps_high)
                         per_tok = pg
@@ -323,6 +326,7 @@ class Trainer:
 def train(cfg, seed: int, report: Callable[[dict], None] | None = None) -> TrialResult:
     """Run one trial. Divergence (NaN/inf) ends it as ``diverged`` with its history; other errors propagate."""
     t_setup = time.perf_counter()
+    cfg = as_object(cfg)
     trainer = Trainer(cfg, seed)
     t0 = time.perf_counter()
     peak = rss_mb()

@@ -31,6 +31,10 @@ class CharTokenizer:
     def decode(self, ids) -> str:
         return "".join(self.itos[i] for i in ids if i > 2)
 
+    def decode_batch(self, rows) -> list[str]:
+        itos = self.itos
+        return ["".join(itos[i] for i in r if i > 2) for r in rows]
+
     def token_ids(self, text: str) -> list[int]:
         return self.encode(text, bos=False)
 
@@ -58,6 +62,9 @@ class HFTokenizer:
 
     def decode(self, ids) -> str:
         return self.tok.decode(list(ids), skip_special_tokens=True)
+
+    def decode_batch(self, rows) -> list[str]:
+        return self.tok.batch_decode([list(r) for r in rows], skip_special_tokens=True)  # one Rust call
 
     def token_ids(self, text: str) -> list[int]:
         return self.tok(text, add_special_tokens=False)["input_ids"]

@@ -6,6 +6,7 @@ seed n loads the same cached checkpoint, which keeps comparisons paired (common 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -20,11 +21,15 @@ from ablate.trainer.rollout import left_pad
 WARMSTART_VERSION = 2  # bump when the SFT recipe or the task generator changes: old caches then miss
 
 
+def _plain(node) -> dict:
+    return dataclasses.asdict(node) if dataclasses.is_dataclass(node) else OmegaConf.to_container(node, resolve=True)
+
+
 def warmstart_key(cfg, seed: int) -> str:
     blob = {
-        "model": OmegaConf.to_container(cfg.model, resolve=True),
-        "task": OmegaConf.to_container(cfg.task, resolve=True),
-        "warmstart": {k: v for k, v in OmegaConf.to_container(cfg.warmstart, resolve=True).items() if k != "cache_dir"},
+        "model": _plain(cfg.model),
+        "task": _plain(cfg.task),
+        "warmstart": {k: v for k, v in _plain(cfg.warmstart).items() if k != "cache_dir"},
         "seed": seed,
         "torch": torch.__version__.split("+")[0],
         "version": WARMSTART_VERSION,

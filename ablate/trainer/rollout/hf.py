@@ -25,13 +25,30 @@ def _cache_kwarg(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-@torch.no_grad()
-def sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int, pad_id: int, generator):
-    """Autoregressive sampling with a KV cache; one model call per new token for the whole batch."""
+def _keep_last(model) -> dict:
+    from ablate.trainer.policy import _supports_logits_to_keep
+
+    return {"logits_to_keep": 1} if _supports_logits_to_keep(model) else {}
+
+
+def sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int, pad_id: int, generator) -> RolloutBatch:
+    """Autoregressive sampling with a KV cache; one model call per new token for the whole batch.
+
+    Runs under inference_mode (cheaper than no_grad per call); the outputs are cloned out of it so the
+    trainer can use them in autograd graphs.
+    """
+    with torch.inference_mode():
+        rb = _sample(model, prompt_ids, prompt_mask, params, eos_id, pad_id, generator)
+    return RolloutBatch(*(getattr(rb, f).clone() for f in rb.__dataclass_fields__))
+
+
+def _sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int, pad_id: int, generator):
     N = prompt_ids.shape[0]
     device = prompt_ids.device
+    padded = not bool(prompt_mask.all())  # without left padding the model's own causal path needs no mask
     position = prompt_mask.cumsum(-1) - 1  # (N, P): left padding keeps real tokens at 0..len-1
-    out = model(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=position.clamp(min=0), use_cache=True)
+    out = model(input_ids=prompt_ids, attention_mask=prompt_mask if padded else None,
+                position_ids=position.clamp(min=0) if padded else None, use_cache=True, **_keep_last(model))
     past, logits = out.past_key_values, out.logits[:, -1]
     cache_kw = _cache_kwarg(model)
     attn = prompt_mask
@@ -40,7 +57,8 @@ def sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int, 
     finished = torch.zeros(N, dtype=torch.bool, device=device)
     alive = []
     for t in range(params.max_new_tokens):
-        probs = filter_top_p(torch.softmax(logits.float() / params.temperature, dim=-1), params.top_p)
+        logits = logits.float()
+        probs = filter_top_p(torch.softmax(logits / params.temperature if params.temperature != 1.0 else logits, dim=-1), params.top_p)
         tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
         lp = torch.log(probs.gather(-1, tok.unsqueeze(-1)).squeeze(-1))
         alive.append(~finished)
@@ -50,8 +68,10 @@ def sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int, 
         finished = finished | (tok == eos_id)
         if bool(finished.all()) or t == params.max_new_tokens - 1:
             break
-        attn = torch.cat([attn, torch.ones((N, 1), dtype=attn.dtype, device=device)], dim=1)
-        out = model(input_ids=tok.unsqueeze(-1), attention_mask=attn, position_ids=next_pos, use_cache=True, **{cache_kw: past})
+        if padded:
+            attn = torch.cat([attn, torch.ones((N, 1), dtype=attn.dtype, device=device)], dim=1)
+        out = model(input_ids=tok.unsqueeze(-1), attention_mask=attn if padded else None,
+                    position_ids=next_pos if padded else None, use_cache=True, **{cache_kw: past})
         past, logits = out.past_key_values, out.logits[:, -1]
         next_pos = next_pos + 1
     return RolloutBatch(
