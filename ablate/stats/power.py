@@ -22,12 +22,14 @@ def mde(n: int, alpha: float = 0.05, power: float = 0.8, paired: bool = True) ->
     """Minimum detectable standardized effect (d_z if paired, d otherwise) at ``power``."""
     if n < 2:
         return math.nan
-    try:
-        if paired:
-            return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
-        return float(TTestIndPower().solve_power(effect_size=None, nobs1=n, alpha=alpha, power=power, ratio=1.0))
-    except (ValueError, RuntimeError):
-        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statsmodels warns, then returns NaN, when its root finder fails
+        try:
+            if paired:
+                return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
+            return float(TTestIndPower().solve_power(effect_size=None, nobs1=n, alpha=alpha, power=power, ratio=1.0))
+        except (ValueError, RuntimeError):
+            return math.nan
 
 
 def seeds_needed(effect_size: float, alpha: float = 0.05, power: float = 0.8, paired: bool = True, cap: int = 10_000) -> float:

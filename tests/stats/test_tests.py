@@ -52,6 +52,17 @@ def test_effect_sizes():
     assert cohens_dz([1, 2, 3]) == pytest.approx(2.0)  # mean 2 / sd 1
 
 
+def test_corrections_equal_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        p = rng.random(rng.integers(1, 15)) ** 2
+        assert adjust(p, "holm") == pytest.approx(multipletests(p, method="holm")[1].tolist())
+        assert adjust(p, "bh") == pytest.approx(multipletests(p, method="fdr_bh")[1].tolist())
+        assert adjust(p, "none") == pytest.approx(p.tolist())
+
+
 def test_corrections_by_hand():
     assert adjust([0.01, 0.04, 0.03], "holm") == pytest.approx([0.03, 0.06, 0.06])
     assert adjust([0.01, 0.04, 0.03], "bh") == pytest.approx([0.03, 0.04, 0.04])
