@@ -52,20 +52,32 @@ def run_train(cfg) -> int:
     validate_trial(cfg)
     steps = cfg.train.steps
     t0 = time.time()
-    print(f"train: seed {cfg.seed}, {steps} steps, K={cfg.algo.responses_per_prompt}, model={cfg.model.name}, task={cfg.task.name}", flush=True)
+    print(
+        f"train: seed {cfg.seed}, {steps} steps, K={cfg.algo.responses_per_prompt}, model={cfg.model.name}, task={cfg.task.name}",
+        flush=True,
+    )
 
     def show(rec: dict) -> None:
         if "loss" not in rec:
-            print(f"step {rec['step']:>4}/{steps}  eval/positive_rate {rec.get('eval/positive_rate', float('nan')):.3f}", flush=True)
+            print(
+                f"step {rec['step']:>4}/{steps}  eval/positive_rate {rec.get('eval/positive_rate', float('nan')):.3f}",
+                flush=True,
+            )
             return
         ev = f"  eval {rec['eval/positive_rate']:.3f}" if "eval/positive_rate" in rec else ""
-        print(f"step {rec['step']:>4}/{steps}  reward {rec['reward/mean']:.3f}  pos {rec['positive_rate']:.3f}  "
-              f"entropy {rec['entropy']:.3f}  loss {rec['loss']:+.4f}  gnorm {rec['grad_norm']:.2f}  "
-              f"len {rec['completion_length/mean']:.1f}  {rec['time/step'] * 1000:.0f} ms{ev}", flush=True)
+        print(
+            f"step {rec['step']:>4}/{steps}  reward {rec['reward/mean']:.3f}  pos {rec['positive_rate']:.3f}  "
+            f"entropy {rec['entropy']:.3f}  loss {rec['loss']:+.4f}  gnorm {rec['grad_norm']:.2f}  "
+            f"len {rec['completion_length/mean']:.1f}  {rec['time/step'] * 1000:.0f} ms{ev}",
+            flush=True,
+        )
 
     result = train(cfg, cfg.seed, show)
-    print(f"{result.status} in {time.time() - t0:.1f} s, peak RSS {result.peak_rss_mb:.0f} MB"
-          + (f" ({result.note})" if result.note else ""), flush=True)
+    print(
+        f"{result.status} in {time.time() - t0:.1f} s, peak RSS {result.peak_rss_mb:.0f} MB"
+        + (f" ({result.note})" if result.note else ""),
+        flush=True,
+    )
     return 0 if result.status == "done" else 1
 
 
@@ -84,8 +96,10 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
     run = run_dir(cfg.runs_dir, plan.sweep, plan.run_id)
     out = write_report(run, cfg.reports_dir)
-    print(f"sweep {plan.sweep} run {plan.run_id}: {counts['ran']} ran, {counts['skipped']} skipped (finished before), "
-          f"{counts['failed']} failed, in {time.time() - t0:.1f} s")
+    print(
+        f"sweep {plan.sweep} run {plan.run_id}: {counts['ran']} ran, {counts['skipped']} skipped (finished before), "
+        f"{counts['failed']} failed, in {time.time() - t0:.1f} s"
+    )
     print(f"store:  {run}")
     print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
     return 0 if counts["failed"] == 0 else 1
@@ -107,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["mode=report", f"report_path={argv[1]}", *argv[2:]]
     bad = [a for a in argv if "=" not in a]
     if bad:
-        print(f"error: {bad[0]!r}: not an override; use key=value or group=option (see --help)", file=sys.stderr)
+        print(
+            f"error: {bad[0]!r}: not an override; use key=value or group=option (see --help)", file=sys.stderr
+        )
         return 2
     from ablate.compose import compose
     from ablate.sweep.runner import SweepLocked
@@ -124,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             from ablate.report.render import write_report
 
             if not cfg.report_path or not os.path.exists(os.path.join(cfg.report_path, "plan.json")):
-                raise ConfigError(f"report_path={cfg.report_path!r}: not a run directory (expected runs/<sweep>/<run_id> with plan.json)")
+                raise ConfigError(
+                    f"report_path={cfg.report_path!r}: not a run directory (expected runs/<sweep>/<run_id> with plan.json)"
+                )
             out = write_report(cfg.report_path, cfg.reports_dir)
             print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
             return 0

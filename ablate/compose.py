@@ -20,7 +20,9 @@ def conf_dir() -> Path:
     env = os.environ.get("ABLATE_CONF")
     path = Path(env) if env else Path(__file__).resolve().parent.parent / "conf"
     if not (path / "config.yaml").exists():
-        raise ConfigError(f"ABLATE_CONF={str(path)!r}: no config.yaml there (set ABLATE_CONF to ablate's conf/ folder)")
+        raise ConfigError(
+            f"ABLATE_CONF={str(path)!r}: no config.yaml there (set ABLATE_CONF to ablate's conf/ folder)"
+        )
     return path
 
 

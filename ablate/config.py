@@ -37,7 +37,9 @@ class TaskConfig:
     verifier: str = "exact"  # rule verifier: exact | math
     reward_scale: float = 1.0  # multiplies the whole reward (a scale GRPO's std division should cancel)
     format_weight: float = 0.0  # bonus for a well-formed answer, on top of correctness
-    process_weight: float = 0.0  # mix of per-position partial credit with the outcome reward (0 = outcome only)
+    process_weight: float = (
+        0.0  # mix of per-position partial credit with the outcome reward (0 = outcome only)
+    )
     # embedded reverse task
     alphabet: str = "abcdefgh"
     min_len: int = 1
@@ -193,10 +195,14 @@ class SweepConfig:
     name: str = ""
     description: str = ""
     baseline: str = "baseline"  # name of the reference variant
-    baseline_overrides: list[str] = field(default_factory=list)  # what the baseline is, on top of conf/config.yaml
+    baseline_overrides: list[str] = field(
+        default_factory=list
+    )  # what the baseline is, on top of conf/config.yaml
     overrides: list[str] = field(default_factory=list)  # applied to every trial (e.g. budget)
     variants: dict[str, list[str]] = field(default_factory=dict)  # one-factor-at-a-time: name -> overrides
-    axes: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # factorial: axis -> level -> overrides
+    axes: dict[str, dict[str, list[str]]] = field(
+        default_factory=dict
+    )  # factorial: axis -> level -> overrides
     # (with axes, `variants` adds named extra comparisons against the baseline cell; ANOVA uses the grid only)
     metric: str = "eval/positive_rate"
     higher_is_better: bool = True
@@ -278,8 +284,7 @@ def validate_trial(cfg) -> None:
     from ablate.trainer.losses import KL_ESTIMATORS, LOSS_AGG
     from ablate.trainer.masks import TOKEN_MASKS
     from ablate.trainer.rewards import VERIFIERS
-    from ablate.trainer.rollout import ROLLOUT_BACKENDS
-    from ablate.trainer.rollout import hf, vllm  # noqa: F401
+    from ablate.trainer.rollout import ROLLOUT_BACKENDS, hf, vllm  # noqa: F401
     from ablate.trainer.sampling import DYNAMIC_SAMPLING
     from ablate.trainer.schedules import LR_SCHEDULES
     from ablate.trainer.tasks import TASKS, math_datasets, reverse  # noqa: F401
@@ -300,9 +305,17 @@ def validate_trial(cfg) -> None:
     _one_of("model.dtype", cfg.model.dtype, ["float32", "bfloat16", "float16"])
     _at_least("algo.responses_per_prompt", a.responses_per_prompt, 1)
     if a.responses_per_prompt < 2 and a.adv_norm in ("group", "group_mean_batch_std"):
-        _fail("algo.responses_per_prompt", a.responses_per_prompt, f"must be >= 2 with algo.adv_norm={a.adv_norm} (a group of one has no baseline)")
+        _fail(
+            "algo.responses_per_prompt",
+            a.responses_per_prompt,
+            f"must be >= 2 with algo.adv_norm={a.adv_norm} (a group of one has no baseline)",
+        )
     if a.responses_per_prompt < 2 and a.dynamic_sampling.mode == "drop_zero_std":
-        _fail("algo.responses_per_prompt", a.responses_per_prompt, "must be >= 2 with dynamic sampling drop_zero_std (a group of one always has std 0)")
+        _fail(
+            "algo.responses_per_prompt",
+            a.responses_per_prompt,
+            "must be >= 2 with dynamic sampling drop_zero_std (a group of one always has std 0)",
+        )
     _at_least("algo.update_epochs", a.update_epochs, 1)
     _at_least("algo.dynamic_sampling.max_refill_rounds", a.dynamic_sampling.max_refill_rounds, 0)
     _positive("algo.dynamic_sampling.replay_weight", a.dynamic_sampling.replay_weight)
@@ -315,7 +328,11 @@ def validate_trial(cfg) -> None:
     if a.kl.coef < 0:
         _fail("algo.kl.coef", a.kl.coef, "must be >= 0")
     if a.kl.mode != "none" and a.kl.coef == 0:
-        _fail("algo.kl.coef", a.kl.coef, f"must be > 0 with algo.kl.mode={a.kl.mode} (use kl=none to switch KL off)")
+        _fail(
+            "algo.kl.coef",
+            a.kl.coef,
+            f"must be > 0 with algo.kl.mode={a.kl.mode} (use kl=none to switch KL off)",
+        )
     if a.entropy.coef < 0:
         _fail("algo.entropy.coef", a.entropy.coef, "must be >= 0")
     _fraction("algo.entropy.final_ratio", a.entropy.final_ratio)
@@ -344,7 +361,11 @@ def validate_trial(cfg) -> None:
     _at_least("train.eval_every", tr.eval_every, 0)
     _at_least("train.threads", tr.threads, 0)
     if tr.micro_batch_size == 0 and tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
-        _fail("train.grad_accum", tr.grad_accum, "must not exceed the rollout batch (prompts_per_step x K) when train.micro_batch_size=0")
+        _fail(
+            "train.grad_accum",
+            tr.grad_accum,
+            "must not exceed the rollout batch (prompts_per_step x K) when train.micro_batch_size=0",
+        )
     _positive("task.reward_scale", t.reward_scale)
     _fraction("task.process_weight", t.process_weight)
     if t.format_weight < 0:
@@ -359,15 +380,27 @@ def validate_trial(cfg) -> None:
             _fail("task.alphabet", t.alphabet, "needs at least 2 distinct characters, none of '=', '<', '>'")
         room = sum(len(set(t.alphabet)) ** n // 2 for n in range(t.min_len, t.max_len + 1))
         if t.n_eval > room:
-            _fail("task.n_eval", t.n_eval, f"at most {room} held-out strings fit (half of each length's strings)")
+            _fail(
+                "task.n_eval",
+                t.n_eval,
+                f"at most {room} held-out strings fit (half of each length's strings)",
+            )
         _fraction("task.teacher_noise_per_char", t.teacher_noise_per_char)
         _fraction("task.teacher_noise_max", t.teacher_noise_max)
         if r.max_response_length < t.max_len + 3:
-            _fail("rollout.max_response_length", r.max_response_length, f"must be >= task.max_len + 3 = {t.max_len + 3} (answer, two format tokens, EOS)")
+            _fail(
+                "rollout.max_response_length",
+                r.max_response_length,
+                f"must be >= task.max_len + 3 = {t.max_len + 3} (answer, two format tokens, EOS)",
+            )
     elif not t.path:
         _fail("task.path", t.path, f"task.name={t.name} needs a hub dataset name or a local file")
     if cfg.model.name == "tiny" and cfg.model.hidden_size % cfg.model.num_heads:
-        _fail("model.hidden_size", cfg.model.hidden_size, f"must be divisible by model.num_heads={cfg.model.num_heads}")
+        _fail(
+            "model.hidden_size",
+            cfg.model.hidden_size,
+            f"must be divisible by model.num_heads={cfg.model.num_heads}",
+        )
     _at_least("warmstart.steps", cfg.warmstart.steps, 0)
     _positive("warmstart.lr", cfg.warmstart.lr)
 
@@ -381,8 +414,11 @@ def validate_launch(cfg) -> None:
     if cfg.launcher.gpus_per_trial < 0:
         _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial, "must be >= 0")
     if cfg.launcher.gpus_per_trial > 1:  # honest limit: no FSDP/DDP engine inside a trial yet
-        _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial,
-              "at most 1 for now (fractions share a GPU); multi-GPU trials (FSDP/DDP inside a trial) are not implemented yet")
+        _fail(
+            "launcher.gpus_per_trial",
+            cfg.launcher.gpus_per_trial,
+            "at most 1 for now (fractions share a GPU); multi-GPU trials (FSDP/DDP inside a trial) are not implemented yet",
+        )
     _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
     _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)
     _at_least("seed", cfg.seed, 0)
@@ -401,7 +437,11 @@ def parse_seeds(value: Any) -> list[int]:
     except TypeError:
         seeds = None
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        _fail("seeds", value, "must be a positive integer N (seeds 0..N-1) or a non-empty list of integers like [3,7]")
+        _fail(
+            "seeds",
+            value,
+            "must be a positive integer N (seeds 0..N-1) or a non-empty list of integers like [3,7]",
+        )
     if any(s < 0 for s in seeds):
         _fail("seeds", list(value), "seeds must be integers >= 0")
     if len(set(seeds)) != len(seeds):

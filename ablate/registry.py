@@ -37,4 +37,6 @@ class Registry:
         try:
             return self._table[name]
         except KeyError:
-            raise KeyError(f"{self.key}={name!r}: unknown {self.kind}; allowed: {', '.join(self._table)}") from None
+            raise KeyError(
+                f"{self.key}={name!r}: unknown {self.kind}; allowed: {', '.join(self._table)}"
+            ) from None

@@ -151,16 +151,37 @@ def load_run(run: Path):
             try:
                 recs = read_metrics(p.metrics)
                 if len(recs) != st.get("n_records", -1):
-                    raise CorruptMetrics(f"{p.metrics}: {len(recs)} records, status says {st.get('n_records')}")
+                    raise CorruptMetrics(
+                        f"{p.metrics}: {len(recs)} records, status says {st.get('n_records')}"
+                    )
             except (FileNotFoundError, CorruptMetrics):
                 status = "corrupt"
                 recs = []
             for r in recs:
-                rows.append({"sweep": sweep, "run_id": run_id, "variant": variant, "seed": seed, "status": status, **r})
-        trials.append({
-            "sweep": sweep, "run_id": run_id, "variant": variant, "seed": seed, "status": status,
-            "config_hash": st.get("config_hash"), "seconds": st.get("seconds"), "peak_rss_mb": st.get("peak_rss_mb"),
-            "tokens": st.get("tokens"), "attempts": st.get("attempts"), "note": st.get("note", ""),
-            "error": st.get("error", ""),
-        })
+                rows.append(
+                    {
+                        "sweep": sweep,
+                        "run_id": run_id,
+                        "variant": variant,
+                        "seed": seed,
+                        "status": status,
+                        **r,
+                    }
+                )
+        trials.append(
+            {
+                "sweep": sweep,
+                "run_id": run_id,
+                "variant": variant,
+                "seed": seed,
+                "status": status,
+                "config_hash": st.get("config_hash"),
+                "seconds": st.get("seconds"),
+                "peak_rss_mb": st.get("peak_rss_mb"),
+                "tokens": st.get("tokens"),
+                "attempts": st.get("attempts"),
+                "note": st.get("note", ""),
+                "error": st.get("error", ""),
+            }
+        )
     return pd.DataFrame(rows), pd.DataFrame(trials)

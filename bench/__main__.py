@@ -18,9 +18,26 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _step(impl: str, k: int, threads: int, model: str, steps: int, blocks: int) -> dict:
-    cmd = [sys.executable, "-m", "bench.step", "--impl", impl, "--k", str(k), "--threads", str(threads), "--model", model,
-           "--steps", str(steps), "--blocks", str(blocks)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=Path(__file__).resolve().parent.parent)
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.step",
+        "--impl",
+        impl,
+        "--k",
+        str(k),
+        "--threads",
+        str(threads),
+        "--model",
+        model,
+        "--steps",
+        str(steps),
+        "--blocks",
+        str(blocks),
+    ]
+    out = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=900, cwd=Path(__file__).resolve().parent.parent
+    )
     if out.returncode:
         return {"impl": impl, "k": k, "threads": threads, "error": out.stderr[-2000:]}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -44,10 +61,13 @@ def bench_step(rounds: int, steps: int, blocks: int, ks=(8, 16), threads=(1, 2))
                 if not ok:
                     row[impl] = {"error": rs[0].get("error", "?")[-300:]}
                     continue
-                row[impl] = {"ms_min": min(x["ms_min"] for x in ok), "ms_median": sorted(x["ms_median"] for x in ok)[len(ok) // 2],
-                             "completions_per_s": max(x["completions_per_s"] for x in ok),
-                             "tokens_per_s": max((x["tokens_per_s"] or 0) for x in ok) or None,
-                             "peak_rss_mb": max(x["peak_rss_mb"] for x in ok)}
+                row[impl] = {
+                    "ms_min": min(x["ms_min"] for x in ok),
+                    "ms_median": sorted(x["ms_median"] for x in ok)[len(ok) // 2],
+                    "completions_per_s": max(x["completions_per_s"] for x in ok),
+                    "tokens_per_s": max((x["tokens_per_s"] or 0) for x in ok) or None,
+                    "peak_rss_mb": max(x["peak_rss_mb"] for x in ok),
+                }
             if "ms_min" in row.get("trl", {}) and "ms_min" in row["ablate"]:
                 row["speedup_vs_trl"] = row["trl"]["ms_min"] / row["ablate"]["ms_min"]
             if "ms_min" in row["floor"]:
@@ -69,39 +89,53 @@ def main() -> None:
         ks, th = ((8,), (1,)) if args.quick else ((8, 16), (1, 2))
         results["step"] = bench_step(1 if args.quick else args.rounds, 8, 3, ks, th)
         print("\n== trainer step (tiny Llama h128, 8 prompts, max 4 new tokens, mu=1, beta=0)")
-        print(f"{'K':>3} {'thr':>3} | {'floor ms':>9} {'ablate ms':>9} {'TRL ms':>8} | {'vs TRL':>7} {'vs floor':>8} | "
-              f"{'ablate compl/s':>14} {'ablate tok/s':>12} | {'RSS MB abl/TRL':>15}")
+        print(
+            f"{'K':>3} {'thr':>3} | {'floor ms':>9} {'ablate ms':>9} {'TRL ms':>8} | {'vs TRL':>7} {'vs floor':>8} | "
+            f"{'ablate compl/s':>14} {'ablate tok/s':>12} | {'RSS MB abl/TRL':>15}"
+        )
         for r in results["step"]:
             f, a, t = r["floor"], r["ablate"], r["trl"]
-            print(f"{r['k']:>3} {r['threads']:>3} | {f.get('ms_min', float('nan')):9.1f} {a.get('ms_min', float('nan')):9.1f} "
-                  f"{t.get('ms_min', float('nan')):8.1f} | {r.get('speedup_vs_trl', float('nan')):6.2f}x {r.get('ratio_vs_floor', float('nan')):7.2f}x | "
-                  f"{a.get('completions_per_s', float('nan')):14.0f} {a.get('tokens_per_s') or float('nan'):12.0f} | "
-                  f"{a.get('peak_rss_mb', float('nan')):6.0f}/{t.get('peak_rss_mb', float('nan')):<6.0f}")
+            print(
+                f"{r['k']:>3} {r['threads']:>3} | {f.get('ms_min', float('nan')):9.1f} {a.get('ms_min', float('nan')):9.1f} "
+                f"{t.get('ms_min', float('nan')):8.1f} | {r.get('speedup_vs_trl', float('nan')):6.2f}x {r.get('ratio_vs_floor', float('nan')):7.2f}x | "
+                f"{a.get('completions_per_s', float('nan')):14.0f} {a.get('tokens_per_s') or float('nan'):12.0f} | "
+                f"{a.get('peak_rss_mb', float('nan')):6.0f}/{t.get('peak_rss_mb', float('nan')):<6.0f}"
+            )
             if "error" in t:
                 print("    TRL failed:", t["error"][-200:].replace("\n", " "))
     if "rollout" in args.only:
         from ablate.trainer.models import save_tiny_hf_model
         from bench import rollout
 
-        model = save_tiny_hf_model(Path(tempfile.mkdtemp(prefix="ablate-bench-model-")) / "tiny", hidden_size=128)
+        model = save_tiny_hf_model(
+            Path(tempfile.mkdtemp(prefix="ablate-bench-model-")) / "tiny", hidden_size=128
+        )
         results["rollout"] = rollout.run(model)
         r = results["rollout"]
         print("\n== rollout (64 rows x 16 new tokens, 1 thread): ms min / median")
         for k in ("ablate", "generate", "bare"):
-            print(f"  {k:<9} {r[k]['ms_min']:7.1f} / {r[k]['ms_median']:7.1f}   {r[k]['tokens_per_s']:8.0f} tok/s")
-        print(f"  ablate vs bare loop {r['ratio_ablate_vs_bare']:.2f}x; model.generate vs ablate {r['ratio_generate_vs_ablate']:.2f}x")
+            print(
+                f"  {k:<9} {r[k]['ms_min']:7.1f} / {r[k]['ms_median']:7.1f}   {r[k]['tokens_per_s']:8.0f} tok/s"
+            )
+        print(
+            f"  ablate vs bare loop {r['ratio_ablate_vs_bare']:.2f}x; model.generate vs ablate {r['ratio_generate_vs_ablate']:.2f}x"
+        )
     if "sweep" in args.only:
         from bench import sweep_overhead
 
         results["sweep"] = s = sweep_overhead.run()
-        print(f"\n== sweep overhead ({s['trials']} trials, {s['slots']} slots): wall {s['wall_s']:.1f} s vs ideal {s['ideal_s']:.1f} s "
-              f"= {s['ratio_wall_vs_ideal']:.2f}x; first trial running after {s['first_trial_running_s']:.1f} s; "
-              f"peak RSS one trial {s['peak_trial_rss_mb']:.0f} MB, whole sweep {s['peak_sweep_rss_mb']:.0f} MB")
+        print(
+            f"\n== sweep overhead ({s['trials']} trials, {s['slots']} slots): wall {s['wall_s']:.1f} s vs ideal {s['ideal_s']:.1f} s "
+            f"= {s['ratio_wall_vs_ideal']:.2f}x; first trial running after {s['first_trial_running_s']:.1f} s; "
+            f"peak RSS one trial {s['peak_trial_rss_mb']:.0f} MB, whole sweep {s['peak_sweep_rss_mb']:.0f} MB"
+        )
     if "report" in args.only:
         from bench import report_speed
 
         results["report"] = r = report_speed.run()
-        print(f"\n== report on a {r['trials']}-trial store: {r['s_min']:.2f} s min, {r['s_median']:.2f} s median")
+        print(
+            f"\n== report on a {r['trials']}-trial store: {r['s_min']:.2f} s min, {r['s_median']:.2f} s median"
+        )
     out = RESULTS / f"bench-{stamp}.json"
     out.write_text(json.dumps(results, indent=1))
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))

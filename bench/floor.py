@@ -9,7 +9,9 @@ from __future__ import annotations
 import torch
 
 
-def floor_step(model, opt, prompt_ids, prompt_mask, K: int, max_new: int, eos: int, pad: int, reward_fn, gen) -> float:
+def floor_step(
+    model, opt, prompt_ids, prompt_mask, K: int, max_new: int, eos: int, pad: int, reward_fn, gen
+) -> float:
     N = prompt_ids.shape[0]
     model.eval()
     with torch.no_grad():
@@ -26,7 +28,9 @@ def floor_step(model, opt, prompt_ids, prompt_mask, K: int, max_new: int, eos: i
             if bool(done.all()) or t == max_new - 1:
                 break
             attn = torch.cat([attn, torch.ones(N, 1, dtype=attn.dtype)], 1)
-            out = model(input_ids=tok[:, None], attention_mask=attn, position_ids=nxt, cache=cache, use_cache=True)
+            out = model(
+                input_ids=tok[:, None], attention_mask=attn, position_ids=nxt, cache=cache, use_cache=True
+            )
             cache, logits, nxt = out.past_key_values, out.logits[:, -1], nxt + 1
     comp = torch.stack(toks, 1)
     cmask = torch.ones_like(comp, dtype=torch.float)
@@ -38,7 +42,11 @@ def floor_step(model, opt, prompt_ids, prompt_mask, K: int, max_new: int, eos: i
     ids = torch.cat([prompt_ids, comp], 1)
     am = torch.cat([prompt_mask, cmask.long()], 1)
     logits = model(input_ids=ids, attention_mask=am, position_ids=(am.cumsum(-1) - 1).clamp(min=0)).logits
-    logp = torch.log_softmax(logits[:, prompt_ids.shape[1] - 1 : -1].float(), -1).gather(-1, comp[..., None]).squeeze(-1)
+    logp = (
+        torch.log_softmax(logits[:, prompt_ids.shape[1] - 1 : -1].float(), -1)
+        .gather(-1, comp[..., None])
+        .squeeze(-1)
+    )
     ratio = torch.exp(logp - logp.detach())
     loss = -(torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv) * cmask).sum() / cmask.sum()
     opt.zero_grad(set_to_none=True)

@@ -44,8 +44,16 @@ def run(model_dir: str, rows: int = 64, max_new: int = 16, reps: int = 15, threa
     gen = torch.Generator().manual_seed(0)
     impls = {
         "ablate": lambda: backend.generate(prompts, params, gen),
-        "generate": lambda: model.generate(ids, do_sample=True, max_new_tokens=max_new, min_new_tokens=max_new,
-                                           top_k=0, top_p=1.0, temperature=1.0, pad_token_id=0),
+        "generate": lambda: model.generate(
+            ids,
+            do_sample=True,
+            max_new_tokens=max_new,
+            min_new_tokens=max_new,
+            top_k=0,
+            top_p=1.0,
+            temperature=1.0,
+            pad_token_id=0,
+        ),
         "bare": lambda: bare_loop(model, ids, max_new, gen),
     }
     times = {k: [] for k in impls}
@@ -57,7 +65,14 @@ def run(model_dir: str, rows: int = 64, max_new: int = 16, reps: int = 15, threa
             t0 = time.perf_counter()
             f()
             times[k].append(1000 * (time.perf_counter() - t0))
-    out = {k: {"ms_min": min(v), "ms_median": statistics.median(v), "tokens_per_s": rows * max_new / (min(v) / 1000)} for k, v in times.items()}
+    out = {
+        k: {
+            "ms_min": min(v),
+            "ms_median": statistics.median(v),
+            "tokens_per_s": rows * max_new / (min(v) / 1000),
+        }
+        for k, v in times.items()
+    }
     out["ratio_ablate_vs_bare"] = out["ablate"]["ms_min"] / out["bare"]["ms_min"]
     out["ratio_generate_vs_ablate"] = out["generate"]["ms_min"] / out["ablate"]["ms_min"]
     return out

@@ -24,11 +24,27 @@ def _ablate(args):
     from ablate.compose import compose
     from ablate.trainer.core import Trainer
 
-    cfg = compose([f"model=hf", f"model.name={args.model}", "model.attn_implementation=eager", f"k={args.k}",
-                   "update_epochs=1", "kl=none", "entropy=off", f"optim.lr={LR}", "optim.grad_clip=1.0",
-                   f"train.prompts_per_step={PROMPTS}", f"rollout.max_response_length={MAX_NEW}", "task.max_len=1",
-                   "task.min_len=1", "task.n_eval=4", "train.eval_every=0", f"train.threads={args.threads}",
-                   f"train.steps={args.steps * args.blocks + 3}"])
+    cfg = compose(
+        [
+            "model=hf",
+            f"model.name={args.model}",
+            "model.attn_implementation=eager",
+            f"k={args.k}",
+            "update_epochs=1",
+            "kl=none",
+            "entropy=off",
+            f"optim.lr={LR}",
+            "optim.grad_clip=1.0",
+            f"train.prompts_per_step={PROMPTS}",
+            f"rollout.max_response_length={MAX_NEW}",
+            "task.max_len=1",
+            "task.min_len=1",
+            "task.n_eval=4",
+            "train.eval_every=0",
+            f"train.threads={args.threads}",
+            f"train.steps={args.steps * args.blocks + 3}",
+        ]
+    )
     t = Trainer(cfg, 0)
     step = iter(range(10**9))
     return lambda: t.step(next(step)), lambda: t.tokens_total
@@ -38,8 +54,8 @@ def _floor(args):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from bench.floor import floor_step
     from ablate.trainer.rollout import left_pad
+    from bench.floor import floor_step
 
     torch.set_num_threads(args.threads)
     tok = AutoTokenizer.from_pretrained(args.model)
@@ -55,7 +71,11 @@ def _floor(args):
         texts = tok.batch_decode(comp, skip_special_tokens=True)
         return torch.tensor([reverse_reward(t, prompts[i // args.k]) for i, t in enumerate(texts)])
 
-    return (lambda: floor_step(model, opt, ids, mask, args.k, MAX_NEW, tok.eos_token_id, tok.pad_token_id, reward, gen)), (lambda: state["tokens"])
+    return (
+        lambda: floor_step(
+            model, opt, ids, mask, args.k, MAX_NEW, tok.eos_token_id, tok.pad_token_id, reward, gen
+        )
+    ), (lambda: state["tokens"])
 
 
 def _trl(args):
@@ -75,7 +95,6 @@ def _trl(args):
 
     total = args.steps * args.blocks + 3
     times: list[float] = []
-    tokens = {"n": 0}
 
     class Timer(TrainerCallback):
         def on_step_begin(self, a, s, c, **kw):
@@ -84,13 +103,31 @@ def _trl(args):
         def on_step_end(self, a, s, c, **kw):
             times.append(time.perf_counter() - self.t0)
 
-    conf = GRPOConfig(output_dir="/tmp/ablate-bench-trl", per_device_train_batch_size=PROMPTS * args.k,
-                      num_generations=args.k, max_completion_length=MAX_NEW, beta=0.0, num_iterations=1,
-                      learning_rate=LR, use_cpu=True, bf16=False, report_to="none", max_steps=total,
-                      save_strategy="no", dataloader_num_workers=0, seed=0,
-                      disable_tqdm=True)  # everything else: TRL defaults (gradient checkpointing on, logging every 10)
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=conf, train_dataset=ds, processing_class=tok,
-                          callbacks=[Timer()])
+    conf = GRPOConfig(
+        output_dir="/tmp/ablate-bench-trl",
+        per_device_train_batch_size=PROMPTS * args.k,
+        num_generations=args.k,
+        max_completion_length=MAX_NEW,
+        beta=0.0,
+        num_iterations=1,
+        learning_rate=LR,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        max_steps=total,
+        save_strategy="no",
+        dataloader_num_workers=0,
+        seed=0,
+        disable_tqdm=True,
+    )  # everything else: TRL defaults (gradient checkpointing on, logging every 10)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=conf,
+        train_dataset=ds,
+        processing_class=tok,
+        callbacks=[Timer()],
+    )
     trainer.train()
     return times
 
@@ -124,9 +161,20 @@ def main() -> None:
         tokens = (tok_count() - t_tok) / (time.perf_counter() - t_all)
     blocks = [statistics.mean(times[i * args.steps : (i + 1) * args.steps]) for i in range(args.blocks)]
     ms = [1000 * b for b in blocks]
-    print(json.dumps({"impl": args.impl, "k": args.k, "threads": args.threads, "ms_min": min(ms), "ms_median": statistics.median(ms),
-                      "completions_per_s": PROMPTS * args.k / (min(blocks)), "tokens_per_s": tokens,
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    print(
+        json.dumps(
+            {
+                "impl": args.impl,
+                "k": args.k,
+                "threads": args.threads,
+                "ms_min": min(ms),
+                "ms_median": statistics.median(ms),
+                "completions_per_s": PROMPTS * args.k / (min(blocks)),
+                "tokens_per_s": tokens,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -72,10 +72,18 @@ def run(trials: int = 16, steps: int = 40) -> dict:
     slots = int((cfg.launcher.num_cpus or os.cpu_count()) // cfg.launcher.cpus_per_trial)
     ideal = in_trial / slots
     first = min(s["started"] for s in st) - t0_wall
-    return {"trials": len(st), "failed": counts["failed"], "slots": slots, "wall_s": wall, "ideal_s": ideal,
-            "ratio_wall_vs_ideal": wall / ideal, "first_trial_running_s": first,
-            "mean_trial_s": in_trial / len(st), "peak_trial_rss_mb": max(s["peak_rss_mb"] for s in st),
-            "peak_sweep_rss_mb": peak["mb"]}
+    return {
+        "trials": len(st),
+        "failed": counts["failed"],
+        "slots": slots,
+        "wall_s": wall,
+        "ideal_s": ideal,
+        "ratio_wall_vs_ideal": wall / ideal,
+        "first_trial_running_s": first,
+        "mean_trial_s": in_trial / len(st),
+        "peak_trial_rss_mb": max(s["peak_rss_mb"] for s in st),
+        "peak_sweep_rss_mb": peak["mb"],
+    }
 
 
 if __name__ == "__main__":

@@ -8,7 +8,14 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 
 # Small, fast trial settings shared by tests that run the trainer.
-FAST = ["train.steps=4", "train.eval_every=2", "warmstart.steps=20", "task.n_train=100", "task.n_eval=8", "rollout.eval_samples=2"]
+FAST = [
+    "train.steps=4",
+    "train.eval_every=2",
+    "warmstart.steps=20",
+    "task.n_train=100",
+    "task.n_eval=8",
+    "rollout.eval_samples=2",
+]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -32,21 +32,37 @@ def write_sweep(root: Path, name: str, variants: dict[str, list[str]]) -> str:
 
 def cli(args: list[str], cwd: Path, timeout: float = 600, **popen) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run([sys.executable, "-m", "ablate", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, **popen)
+    return subprocess.run(
+        [sys.executable, "-m", "ablate", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **popen,
+    )
 
 
 def start_cli(args: list[str], cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "ablate", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ablate", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def statuses(run: Path) -> dict[tuple[str, int], str]:
     out = {}
     for st in run.glob("*/seed=*/status.json"):
         try:
-            out[(st.parent.parent.name, int(st.parent.name.split("=")[1]))] = json.loads(st.read_text())["status"]
+            out[(st.parent.parent.name, int(st.parent.name.split("=")[1]))] = json.loads(st.read_text())[
+                "status"
+            ]
         except (json.JSONDecodeError, KeyError):
             pass
     return out
@@ -63,4 +79,7 @@ def the_run(cwd: Path, sweep: str) -> Path:
 
 
 def metrics_without_time(path: Path) -> list[dict]:
-    return [{k: v for k, v in json.loads(line).items() if not k.startswith("time/")} for line in path.read_text().splitlines()]
+    return [
+        {k: v for k, v in json.loads(line).items() if not k.startswith("time/")}
+        for line in path.read_text().splitlines()
+    ]

@@ -5,7 +5,9 @@ import pytest
 from ablate.compose import compose, conf_dir, group_options
 from ablate.config import ConfigError, parse_seeds, validate_launch, validate_trial
 
-GROUPS = sorted(p.name for p in conf_dir().iterdir() if p.is_dir() and p.name not in ("sweep", "preset", "model", "task"))
+GROUPS = sorted(
+    p.name for p in conf_dir().iterdir() if p.is_dir() and p.name not in ("sweep", "preset", "model", "task")
+)
 
 
 @pytest.mark.parametrize("group, option", [(g, o) for g in GROUPS for o in group_options(g)])
@@ -23,40 +25,58 @@ def test_group_option_sets_its_keys():
     assert compose(["algo.entropy.coef=0.01"]).algo.entropy.coef == 0.01
 
 
-@pytest.mark.parametrize("overrides, needle", [
-    (["kl=foo"], "kl='foo': unknown option; allowed: k1_reward, k3_loss, none"),
-    (["adv_norm=grp"], "adv_norm='grp': unknown option"),
-    (["sweep=nope"], "sweep='nope': unknown option; allowed:"),
-    (["algo.nope=1"], "algo.nope: no such key"),
-    (["optim.lr=abc"], "optim.lr='abc': must be of type"),
-    (["algo.update_epochs=two"], "algo.update_epochs='two': must be of type"),
-])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (["kl=foo"], "kl='foo': unknown option; allowed: k1_reward, k3_loss, none"),
+        (["adv_norm=grp"], "adv_norm='grp': unknown option"),
+        (["sweep=nope"], "sweep='nope': unknown option; allowed:"),
+        (["algo.nope=1"], "algo.nope: no such key"),
+        (["optim.lr=abc"], "optim.lr='abc': must be of type"),
+        (["algo.update_epochs=two"], "algo.update_epochs='two': must be of type"),
+    ],
+)
 def test_compose_errors_are_one_line(overrides, needle):
     with pytest.raises(ConfigError) as e:
         compose(overrides)
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("overrides, needle", [
-    (["k=2", "algo.responses_per_prompt=1"], "algo.responses_per_prompt=1: must be >= 2 with algo.adv_norm=group"),
-    (["algo.responses_per_prompt=1", "adv_norm=none", "dynamic_sampling=drop_zero_std"], "dynamic sampling"),
-    (["optim.lr=-1"], "optim.lr=-1.0: must be > 0"),
-    (["optim.lr=0"], "optim.lr=0.0: must be > 0"),
-    (["algo.clip.epsilon=0"], "algo.clip.epsilon=0.0: must be > 0"),
-    (["algo.clip.epsilon=1.5"], "algo.clip.epsilon=1.5: must be in (0, 1)"),
-    (["algo.entropy.final_ratio=2"], "algo.entropy.final_ratio=2.0: must be a fraction in [0, 1]"),
-    (["optim.warmup_ratio=-0.1"], "optim.warmup_ratio=-0.1: must be a fraction"),
-    (["algo.update_epochs=0"], "algo.update_epochs=0: must be an integer >= 1"),
-    (["algo.adv_norm=zscore"], "algo.adv_norm='zscore': allowed: group, batch, group_mean_batch_std, none"),
-    (["algo.loss_agg=mean"], "algo.loss_agg='mean': allowed: token-mean"),
-    (["algo.kl.mode=in_loss", "algo.kl.coef=0"], "algo.kl.coef=0.0: must be > 0 with algo.kl.mode=in_loss"),
-    (["rollout.top_p=0"], "rollout.top_p=0.0: must be in (0, 1]"),
-    (["rollout.temperature=0"], "rollout.temperature=0.0: must be > 0"),
-    (["rollout.max_response_length=4"], "rollout.max_response_length=4: must be >= task.max_len + 3"),
-    (["task.process_weight=1.5"], "task.process_weight=1.5: must be a fraction"),
-    (["train.grad_accum=1000"], "train.grad_accum=1000"),
-    (["train.micro_batch_size=-1"], "train.micro_batch_size=-1"),
-])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (
+            ["k=2", "algo.responses_per_prompt=1"],
+            "algo.responses_per_prompt=1: must be >= 2 with algo.adv_norm=group",
+        ),
+        (
+            ["algo.responses_per_prompt=1", "adv_norm=none", "dynamic_sampling=drop_zero_std"],
+            "dynamic sampling",
+        ),
+        (["optim.lr=-1"], "optim.lr=-1.0: must be > 0"),
+        (["optim.lr=0"], "optim.lr=0.0: must be > 0"),
+        (["algo.clip.epsilon=0"], "algo.clip.epsilon=0.0: must be > 0"),
+        (["algo.clip.epsilon=1.5"], "algo.clip.epsilon=1.5: must be in (0, 1)"),
+        (["algo.entropy.final_ratio=2"], "algo.entropy.final_ratio=2.0: must be a fraction in [0, 1]"),
+        (["optim.warmup_ratio=-0.1"], "optim.warmup_ratio=-0.1: must be a fraction"),
+        (["algo.update_epochs=0"], "algo.update_epochs=0: must be an integer >= 1"),
+        (
+            ["algo.adv_norm=zscore"],
+            "algo.adv_norm='zscore': allowed: group, batch, group_mean_batch_std, none",
+        ),
+        (["algo.loss_agg=mean"], "algo.loss_agg='mean': allowed: token-mean"),
+        (
+            ["algo.kl.mode=in_loss", "algo.kl.coef=0"],
+            "algo.kl.coef=0.0: must be > 0 with algo.kl.mode=in_loss",
+        ),
+        (["rollout.top_p=0"], "rollout.top_p=0.0: must be in (0, 1]"),
+        (["rollout.temperature=0"], "rollout.temperature=0.0: must be > 0"),
+        (["rollout.max_response_length=4"], "rollout.max_response_length=4: must be >= task.max_len + 3"),
+        (["task.process_weight=1.5"], "task.process_weight=1.5: must be a fraction"),
+        (["train.grad_accum=1000"], "train.grad_accum=1000"),
+        (["train.micro_batch_size=-1"], "train.micro_batch_size=-1"),
+    ],
+)
 def test_bad_values_fail_validation_with_key(overrides, needle):
     cfg = compose(overrides)
     with pytest.raises(ConfigError) as e:

@@ -46,7 +46,12 @@ def test_seed_7b_preset_keys_are_real_fields():
     for key, value in keys.items():
         assert OmegaConf.select(cfg, key, default="__missing__") != "__missing__", f"unknown key {key}"
         assert OmegaConf.select(cfg, key) == value, key
-    assert (cfg.model.name, cfg.rollout.backend, cfg.task.name, cfg.algo.kl.mode) == ("/models/qwen-7b", "vllm", "math", "none")
+    assert (cfg.model.name, cfg.rollout.backend, cfg.task.name, cfg.algo.kl.mode) == (
+        "/models/qwen-7b",
+        "vllm",
+        "math",
+        "none",
+    )
     validate_trial(cfg)
 
 

@@ -25,9 +25,15 @@ def _band(values: np.ndarray, rng: np.random.Generator, n_boot: int = 500) -> tu
     return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
-def learning_curves(metrics: pd.DataFrame, metric: str, baseline: str, order: list[str], out: Path, max_panels: int = 16) -> Path:
+def learning_curves(
+    metrics: pd.DataFrame, metric: str, baseline: str, order: list[str], out: Path, max_panels: int = 16
+) -> Path:
     """One panel per variant (in plan order), baseline drawn in every panel, 95% bootstrap bands across seeds."""
-    ok = metrics[(metrics.status == "done") & metrics[metric].notna()] if metric in metrics else metrics.iloc[:0]
+    ok = (
+        metrics[(metrics.status == "done") & metrics[metric].notna()]
+        if metric in metrics
+        else metrics.iloc[:0]
+    )
     present = set(ok.variant) if len(ok) else set()
     variants = [v for v in order if v != baseline and v in present][:max_panels] or [baseline]
     cols = min(4, len(variants))
@@ -56,7 +62,7 @@ def learning_curves(metrics: pd.DataFrame, metric: str, baseline: str, order: li
         ax.set_xlabel("step", fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    for ax in list(axes.flat)[len(variants):]:
+    for ax in list(axes.flat)[len(variants) :]:
         ax.axis("off")
     axes[0][0].set_ylabel(metric, fontsize=8)
     fig.tight_layout()
@@ -101,7 +107,13 @@ def seed_dots(summ: pd.DataFrame, variants: list[str], out: Path, score: str = "
         ax.scatter([x[v] for v in d.variant], d[score], s=16, zorder=2, label=f"seed {seed}")
     div = summ[summ.diverged & summ.variant.isin(x)]
     if len(div):
-        ax.scatter([x[v] for v in div.variant], [ax.get_ylim()[0]] * len(div), marker="x", color="red", label="diverged")
+        ax.scatter(
+            [x[v] for v in div.variant],
+            [ax.get_ylim()[0]] * len(div),
+            marker="x",
+            color="red",
+            label="diverged",
+        )
     ax.set_xticks(range(len(variants)), variants, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel(f"{score} score per seed", fontsize=8)
     ax.grid(alpha=0.3)

@@ -27,12 +27,16 @@ def mde(n: int, alpha: float = 0.05, power: float = 0.8, paired: bool = True) ->
         try:
             if paired:
                 return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
-            return float(TTestIndPower().solve_power(effect_size=None, nobs1=n, alpha=alpha, power=power, ratio=1.0))
+            return float(
+                TTestIndPower().solve_power(effect_size=None, nobs1=n, alpha=alpha, power=power, ratio=1.0)
+            )
         except (ValueError, RuntimeError):
             return math.nan
 
 
-def seeds_needed(effect_size: float, alpha: float = 0.05, power: float = 0.8, paired: bool = True, cap: int = 10_000) -> float:
+def seeds_needed(
+    effect_size: float, alpha: float = 0.05, power: float = 0.8, paired: bool = True, cap: int = 10_000
+) -> float:
     """Seeds (pairs, or per group) to detect ``effect_size`` at ``power``; inf for a zero effect."""
     d = abs(effect_size)
     if not math.isfinite(d):
@@ -47,7 +51,9 @@ def seeds_needed(effect_size: float, alpha: float = 0.05, power: float = 0.8, pa
             if paired:
                 n = TTestPower().solve_power(effect_size=d, nobs=None, alpha=alpha, power=power)
             else:
-                n = TTestIndPower().solve_power(effect_size=d, nobs1=None, alpha=alpha, power=power, ratio=1.0)
+                n = TTestIndPower().solve_power(
+                    effect_size=d, nobs1=None, alpha=alpha, power=power, ratio=1.0
+                )
         except (ValueError, RuntimeError):
             return math.nan
     n = float(n[0] if hasattr(n, "__len__") else n)

@@ -45,9 +45,15 @@ def run_test(name: str, x: np.ndarray, y: np.ndarray, n_resamples: int = 9999, s
     if name == "mannwhitney":
         return _p(sps.mannwhitneyu(x, y, alternative="two-sided").pvalue)
     if name == "permutation":
-        res = sps.permutation_test((x, y), lambda a, b, axis: np.mean(a, axis=axis) - np.mean(b, axis=axis),
-                                   permutation_type="independent", n_resamples=n_resamples, vectorized=True,
-                                   alternative="two-sided", random_state=np.random.default_rng(seed))
+        res = sps.permutation_test(
+            (x, y),
+            lambda a, b, axis: np.mean(a, axis=axis) - np.mean(b, axis=axis),
+            permutation_type="independent",
+            n_resamples=n_resamples,
+            vectorized=True,
+            alternative="two-sided",
+            random_state=np.random.default_rng(seed),
+        )
         return _p(res.pvalue)
     raise KeyError(f"sweep.stats.primary_test={name!r}: allowed: auto, {', '.join(TESTS)}")
 
@@ -73,7 +79,9 @@ def cohens_dz(d) -> float:
     return float(d.mean() / d.std(ddof=1))
 
 
-def bootstrap_ci(x, y, paired: bool, n_boot: int, seed: int = 0, level: float = 0.95) -> tuple[float, float, str]:
+def bootstrap_ci(
+    x, y, paired: bool, n_boot: int, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, str]:
     """CI of mean(x) - mean(y): BCa where it works, percentile otherwise (few or tied values). -> (lo, hi, method)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if paired:
@@ -87,8 +95,16 @@ def bootstrap_ci(x, y, paired: bool, n_boot: int, seed: int = 0, level: float = 
             return math.nan, math.nan, "too few"
     for method in ("BCa", "percentile"):
         try:
-            res = sps.bootstrap(data, stat, n_resamples=n_boot, method=method, confidence_level=level,
-                                random_state=np.random.default_rng(seed), vectorized=True, paired=False)
+            res = sps.bootstrap(
+                data,
+                stat,
+                n_resamples=n_boot,
+                method=method,
+                confidence_level=level,
+                random_state=np.random.default_rng(seed),
+                vectorized=True,
+                paired=False,
+            )
             lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
             if math.isfinite(lo) and math.isfinite(hi):
                 return lo, hi, method
@@ -97,8 +113,15 @@ def bootstrap_ci(x, y, paired: bool, n_boot: int, seed: int = 0, level: float = 
     return math.nan, math.nan, "failed"
 
 
-def compare(variant: dict[int, float], baseline: dict[int, float], primary: str = "auto", alpha: float = 0.05,
-            power: float = 0.8, n_boot: int = 2000, seed: int = 0) -> dict:
+def compare(
+    variant: dict[int, float],
+    baseline: dict[int, float],
+    primary: str = "auto",
+    alpha: float = 0.05,
+    power: float = 0.8,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict:
     """Every statistic of one variant vs the baseline, from per-seed final scores (NaN = diverged/missing)."""
     v = {s: x for s, x in variant.items() if math.isfinite(x)}
     b = {s: x for s, x in baseline.items() if math.isfinite(x)}
@@ -108,10 +131,20 @@ def compare(variant: dict[int, float], baseline: dict[int, float], primary: str 
     paired = test in PAIRED_TESTS
     xs_p, ys_p = np.array([v[s] for s in common]), np.array([b[s] for s in common])
     xs, ys = np.array(list(v.values())), np.array(list(b.values()))
-    out = {"test": test, "paired": paired, "n_variant": len(xs), "n_baseline": len(ys), "n_pairs": len(common),
-           "mean": float(xs.mean()) if len(xs) else math.nan, "sd": float(xs.std(ddof=1)) if len(xs) > 1 else math.nan}
-    out["delta"] = float(xs_p.mean() - ys_p.mean()) if paired and len(common) else (
-        float(xs.mean() - ys.mean()) if len(xs) and len(ys) else math.nan)
+    out = {
+        "test": test,
+        "paired": paired,
+        "n_variant": len(xs),
+        "n_baseline": len(ys),
+        "n_pairs": len(common),
+        "mean": float(xs.mean()) if len(xs) else math.nan,
+        "sd": float(xs.std(ddof=1)) if len(xs) > 1 else math.nan,
+    }
+    out["delta"] = (
+        float(xs_p.mean() - ys_p.mean())
+        if paired and len(common)
+        else (float(xs.mean() - ys.mean()) if len(xs) and len(ys) else math.nan)
+    )
     for name in TESTS:
         a, bb = (xs_p, ys_p) if name in PAIRED_TESTS else (xs, ys)
         out[f"p_{name}"] = run_test(name, a, bb, seed=seed) if len(a) >= 2 and len(bb) >= 2 else math.nan
@@ -123,11 +156,18 @@ def compare(variant: dict[int, float], baseline: dict[int, float], primary: str 
     out["effect"] = out["d_z"] if paired else out["hedges_g"]
     out["prob_improvement"] = probability_of_improvement(xs, ys)
     n = len(common) if paired else min(len(xs), len(ys))
-    sd_ref = (float(np.std(xs_p - ys_p, ddof=1)) if paired and len(common) >= 2 else
-              math.sqrt((np.var(xs, ddof=1) + np.var(ys, ddof=1)) / 2) if len(xs) > 1 and len(ys) > 1 else math.nan)
+    sd_ref = (
+        float(np.std(xs_p - ys_p, ddof=1))
+        if paired and len(common) >= 2
+        else math.sqrt((np.var(xs, ddof=1) + np.var(ys, ddof=1)) / 2)
+        if len(xs) > 1 and len(ys) > 1
+        else math.nan
+    )
     out["mde_effect"] = mde(n, alpha, power, paired)
     out["mde"] = out["mde_effect"] * sd_ref if math.isfinite(sd_ref) else math.nan  # in metric units
-    out["seeds_needed"] = seeds_needed(out["effect"], alpha, power, paired) if math.isfinite(out["effect"]) else math.nan
+    out["seeds_needed"] = (
+        seeds_needed(out["effect"], alpha, power, paired) if math.isfinite(out["effect"]) else math.nan
+    )
     return out
 
 

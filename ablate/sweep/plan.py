@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import math
 import os
-import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -22,8 +22,23 @@ from ablate.compose import compose, merge_overrides, override_key
 from ablate.config import ConfigError, parse_seeds, validate_trial
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
-LAUNCH_KEYS = ("mode", "seeds", "sweep", "dry_run", "run_id", "fresh", "runs_dir", "reports_dir", "report_path",
-               "logger", "progress", "launcher", "ray", "wandb", "hydra")
+LAUNCH_KEYS = (
+    "mode",
+    "seeds",
+    "sweep",
+    "dry_run",
+    "run_id",
+    "fresh",
+    "runs_dir",
+    "reports_dir",
+    "report_path",
+    "logger",
+    "progress",
+    "launcher",
+    "ray",
+    "wandb",
+    "hydra",
+)
 TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
 UNHASHED = {"warmstart": ("cache_dir",), "train": ("fault_step", "fault_seed")}  # never change results
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
@@ -84,13 +99,17 @@ def _variants(spec) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
             variants[name] = [ov for a, lv in combo for ov in axes[a][lv]]
             factors[name] = dict(combo)
         if spec.baseline not in variants:
-            raise ConfigError(f"sweep.baseline={spec.baseline!r}: a factorial baseline must name a grid cell, e.g. {next(iter(variants))!r}")
+            raise ConfigError(
+                f"sweep.baseline={spec.baseline!r}: a factorial baseline must name a grid cell, e.g. {next(iter(variants))!r}"
+            )
         variants = {spec.baseline: variants.pop(spec.baseline), **variants}
         for name, ovs in spec.variants.items():  # named extra comparisons beside the grid
             if name in variants:
                 raise ConfigError(f"sweep.variants.{name}: the name is already a grid cell")
             if not ovs:
-                raise ConfigError(f"sweep.variants.{name}: empty override list (it would duplicate the baseline)")
+                raise ConfigError(
+                    f"sweep.variants.{name}: empty override list (it would duplicate the baseline)"
+                )
             variants[name] = [*variants[spec.baseline], *ovs]  # starts from the baseline cell
         return variants, factors
     if spec.baseline in spec.variants:
@@ -112,7 +131,9 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     spec = cfg.sweep
     if not spec.name:
         raise ConfigError("sweep.name='': a sweep file must set name")
-    seeds = parse_seeds(OmegaConf.to_object(cfg.seeds) if isinstance(cfg.seeds, DictConfig | list) else cfg.seeds)
+    seeds = parse_seeds(
+        OmegaConf.to_object(cfg.seeds) if isinstance(cfg.seeds, DictConfig | list) else cfg.seeds
+    )
     from ablate.stats.tests import CORRECTIONS, TESTS
 
     st = spec.stats
@@ -134,7 +155,9 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     for name, ovs in variants.items():
         for ov in ovs:
             if is_launch_override(ov):
-                raise ConfigError(f"sweep variant {name!r}: override {ov!r} sets a launch key, not a trial setting")
+                raise ConfigError(
+                    f"sweep variant {name!r}: override {ov!r} sets a launch key, not a trial setting"
+                )
         overrides = merge_overrides(list(spec.overrides), list(spec.baseline_overrides), trial_cli, ovs)
         try:
             base = compose(overrides)
@@ -147,9 +170,15 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
             tcfg.seed = seed
             tcfg.mode = "train"
             tcfg.sweep = None
-            tcfg.train.threads = max(1, math.ceil(cfg.launcher.cpus_per_trial))  # torch threads = the trial's CPUs
+            tcfg.train.threads = max(
+                1, math.ceil(cfg.launcher.cpus_per_trial)
+            )  # torch threads = the trial's CPUs
             tcfg.warmstart.cache_dir = os.path.abspath(tcfg.warmstart.cache_dir)  # Ray workers may change cwd
-            trials.append(Trial(name, seed, overrides, config_hash(tcfg), OmegaConf.to_yaml(tcfg), factors.get(name, {})))
+            trials.append(
+                Trial(
+                    name, seed, overrides, config_hash(tcfg), OmegaConf.to_yaml(tcfg), factors.get(name, {})
+                )
+            )
     if cfg.run_id:
         run_id = str(cfg.run_id)
         if not _SAFE_NAME.match(run_id):
@@ -158,20 +187,32 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
         run_id = hashlib.sha256(json.dumps([spec.name, variant_hashes]).encode()).hexdigest()[:10]
         if cfg.fresh:
             run_id += time.strftime("-%Y%m%d-%H%M%S")
-    return Plan(spec.name, run_id, spec.baseline, variants, factors, seeds, trials,
-                OmegaConf.to_container(spec, resolve=True))
+    return Plan(
+        spec.name,
+        run_id,
+        spec.baseline,
+        variants,
+        factors,
+        seeds,
+        trials,
+        OmegaConf.to_container(spec, resolve=True),
+    )
 
 
 def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None) -> str:
     """Human-readable plan for dry runs: variants x seeds, overrides, resources, estimated cost."""
-    lines = [f"sweep {plan.sweep}  run_id {plan.run_id}  baseline {plan.baseline}",
-             f"{len(plan.variants)} variants x {len(plan.seeds)} seeds = {len(plan.trials)} trials; seeds {plan.seeds}",
-             f"resources per trial: {cfg.launcher.cpus_per_trial} CPU, {cfg.launcher.gpus_per_trial} GPU; "
-             f"retries {cfg.launcher.max_failures}"]
+    lines = [
+        f"sweep {plan.sweep}  run_id {plan.run_id}  baseline {plan.baseline}",
+        f"{len(plan.variants)} variants x {len(plan.seeds)} seeds = {len(plan.trials)} trials; seeds {plan.seeds}",
+        f"resources per trial: {cfg.launcher.cpus_per_trial} CPU, {cfg.launcher.gpus_per_trial} GPU; "
+        f"retries {cfg.launcher.max_failures}",
+    ]
     for name, ovs in plan.variants.items():
         lines.append(f"  {name:<28} {' '.join(ovs) if ovs else '(baseline)'}")
     if est_trial_s:
         slots = max(1, int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial))
         total = est_trial_s * len(plan.trials) / slots
-        lines.append(f"estimated wall clock: ~{total / 60:.1f} min on {slots} slots (~{est_trial_s:.0f} s per trial)")
+        lines.append(
+            f"estimated wall clock: ~{total / 60:.1f} min on {slots} slots (~{est_trial_s:.0f} s per trial)"
+        )
     return "\n".join(lines)

@@ -27,7 +27,9 @@ class SweepProgress:
         self.done = self.failed = 0
         self.running: dict[str, int] = {}
         self.retried = 0
-        self.console.print(f"[bold]{plan.sweep}[/] run {plan.run_id}: {len(pending)} to run, {self.skipped} already finished")
+        self.console.print(
+            f"[bold]{plan.sweep}[/] run {plan.run_id}: {len(pending)} to run, {self.skipped} already finished"
+        )
         if self.live_mode and pending:
             self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
             self.live.start()
@@ -55,8 +57,10 @@ class SweepProgress:
         return f"{elapsed / frac - elapsed:.0f}s" if frac > 0 else "?"
 
     def _table(self) -> Table:
-        t = Table(title=f"done {self.done + self.skipped}/{self.total}  running {len(self.running)}  "
-                        f"failed {self.failed}  elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}")
+        t = Table(
+            title=f"done {self.done + self.skipped}/{self.total}  running {len(self.running)}  "
+            f"failed {self.failed}  elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}"
+        )
         t.add_column("running trial")
         t.add_column("step", justify="right")
         for k, s in sorted(self.running.items()):
@@ -78,8 +82,8 @@ class SweepProgress:
         else:
             self.failed += 1
         word = "done" if ok else "FAILED"
-        self._line(f"[{self.done + self.failed + self.skipped}/{self.total}] {word} {k}  "
-                   f"elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}")
+        self._line(
+            f"[{self.done + self.failed + self.skipped}/{self.total}] {word} {k}  "
+            f"elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}"
+        )
         self._refresh()
-
-

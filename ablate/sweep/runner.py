@@ -53,9 +53,15 @@ def _wandb_run(logger: dict, trial: dict, cfg_dict: dict, directory: Path):
     import wandb
 
     return wandb.init(
-        project=logger["project"], entity=logger["entity"], mode=logger["mode"], dir=str(directory),
-        group=f"{trial['sweep']}/{trial['run_id']}", job_type=trial["variant"],
-        name=f"{trial['variant']}-seed{trial['seed']}", config=cfg_dict, reinit="finish_previous",
+        project=logger["project"],
+        entity=logger["entity"],
+        mode=logger["mode"],
+        dir=str(directory),
+        group=f"{trial['sweep']}/{trial['run_id']}",
+        job_type=trial["variant"],
+        name=f"{trial['variant']}-seed{trial['seed']}",
+        config=cfg_dict,
+        reinit="finish_previous",
     )
 
 
@@ -75,13 +81,24 @@ def run_trial(spec: dict, run: str, logger: dict, invocation: str, report_fn=Non
     if p.metrics.exists():
         p.metrics.unlink()  # an interrupted or failed attempt restarts from scratch
     store.write_atomic(p.config, spec["config_yaml"])
-    base = {"variant": spec["variant"], "seed": spec["seed"], "config_hash": spec["config_hash"],
-            "factors": spec["factors"], "overrides": spec["overrides"], "attempts": attempts, "invocation": invocation}
+    base = {
+        "variant": spec["variant"],
+        "seed": spec["seed"],
+        "config_hash": spec["config_hash"],
+        "factors": spec["factors"],
+        "overrides": spec["overrides"],
+        "attempts": attempts,
+        "invocation": invocation,
+    }
     started = time.time()
     store.write_status(p, status="running", started=started, **base)
     cfg = OmegaConf.create(spec["config_yaml"])
     writer = store.MetricsWriter(p.metrics)
-    wb = _wandb_run(logger, spec, OmegaConf.to_container(cfg, resolve=True), p.dir) if logger["name"] == "wandb" else None
+    wb = (
+        _wandb_run(logger, spec, OmegaConf.to_container(cfg, resolve=True), p.dir)
+        if logger["name"] == "wandb"
+        else None
+    )
 
     def report(rec: dict) -> None:
         writer.write(rec)
@@ -94,14 +111,27 @@ def run_trial(spec: dict, run: str, logger: dict, invocation: str, report_fn=Non
         result = train(cfg, spec["seed"], report)
     except BaseException:
         writer.close()
-        store.write_status(p, status="error", started=started, ended=time.time(), error=traceback.format_exc(), **base)
+        store.write_status(
+            p, status="error", started=started, ended=time.time(), error=traceback.format_exc(), **base
+        )
         if wb is not None:
             wb.finish(exit_code=1)
         raise
     writer.close()
     tokens = max((r.get("tokens/total", 0.0) for r in result.history), default=0.0)
-    store.write_status(p, status=result.status, started=started, ended=time.time(), seconds=result.seconds,
-                       setup_seconds=result.setup_seconds, peak_rss_mb=result.peak_rss_mb, n_records=writer.count, tokens=tokens, note=result.note, **base)
+    store.write_status(
+        p,
+        status=result.status,
+        started=started,
+        ended=time.time(),
+        seconds=result.seconds,
+        setup_seconds=result.setup_seconds,
+        peak_rss_mb=result.peak_rss_mb,
+        n_records=writer.count,
+        tokens=tokens,
+        note=result.note,
+        **base,
+    )
     if wb is not None:
         wb.summary["status"] = result.status
         wb.finish()
@@ -129,7 +159,9 @@ def execute(plan: Plan, cfg, progress=None) -> dict:
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        raise SweepLocked(f"runs_dir={str(run)!r}: another sweep is running on this run directory; wait for it or use fresh=true") from None
+        raise SweepLocked(
+            f"runs_dir={str(run)!r}: another sweep is running on this run directory; wait for it or use fresh=true"
+        ) from None
     try:
         return _execute_locked(plan, cfg, run, progress)
     finally:
@@ -139,12 +171,29 @@ def execute(plan: Plan, cfg, progress=None) -> dict:
 def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
     import json
 
-    store.write_atomic(run / "plan.json", json.dumps({
-        "sweep": plan.sweep, "run_id": plan.run_id, "baseline": plan.baseline, "variants": plan.variants,
-        "factors": plan.factors, "seeds": plan.seeds, "spec": plan.spec,
-        "trials": [{"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash} for t in plan.trials],
-    }, indent=1))
-    pending = [t for t in plan.trials if not store.is_finished(store.trial_paths(run, t.variant, t.seed), t.config_hash)]
+    store.write_atomic(
+        run / "plan.json",
+        json.dumps(
+            {
+                "sweep": plan.sweep,
+                "run_id": plan.run_id,
+                "baseline": plan.baseline,
+                "variants": plan.variants,
+                "factors": plan.factors,
+                "seeds": plan.seeds,
+                "spec": plan.spec,
+                "trials": [
+                    {"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash} for t in plan.trials
+                ],
+            },
+            indent=1,
+        ),
+    )
+    pending = [
+        t
+        for t in plan.trials
+        if not store.is_finished(store.trial_paths(run, t.variant, t.seed), t.config_hash)
+    ]
     counts = {"total": len(plan.trials), "skipped": len(plan.trials) - len(pending), "ran": len(pending)}
     if progress is not None:
         progress.begin(plan, pending)
@@ -155,7 +204,14 @@ def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
         p = store.trial_paths(run, t.variant, t.seed)
         if not store.is_finished(p, t.config_hash):
             st = store.read_status(p) or {}
-            store.write_status(p, **{**st, "status": "failed", "error": st.get("error") or "trial did not finish (worker lost)"})
+            store.write_status(
+                p,
+                **{
+                    **st,
+                    "status": "failed",
+                    "error": st.get("error") or "trial did not finish (worker lost)",
+                },
+            )
             failed += 1
     counts["failed"] = failed
     if progress is not None:
@@ -167,21 +223,45 @@ def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
     started = start_ray(cfg)
     from ray import tune
 
-    specs = [{"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash, "config_yaml": t.config_yaml,
-              "factors": t.factors, "overrides": t.overrides, "sweep": run.parent.name, "run_id": run.name}
-             for t in pending]
-    logger = {"name": cfg.logger, "project": cfg.wandb.project, "entity": cfg.wandb.entity, "mode": cfg.wandb.mode}
-    trainable = tune.with_parameters(_tune_trainable, specs=specs, run=str(run), logger=logger, invocation=uuid.uuid4().hex)
-    trainable = tune.with_resources(trainable, {"cpu": cfg.launcher.cpus_per_trial, "gpu": cfg.launcher.gpus_per_trial})
+    specs = [
+        {
+            "variant": t.variant,
+            "seed": t.seed,
+            "config_hash": t.config_hash,
+            "config_yaml": t.config_yaml,
+            "factors": t.factors,
+            "overrides": t.overrides,
+            "sweep": run.parent.name,
+            "run_id": run.name,
+        }
+        for t in pending
+    ]
+    logger = {
+        "name": cfg.logger,
+        "project": cfg.wandb.project,
+        "entity": cfg.wandb.entity,
+        "mode": cfg.wandb.mode,
+    }
+    trainable = tune.with_parameters(
+        _tune_trainable, specs=specs, run=str(run), logger=logger, invocation=uuid.uuid4().hex
+    )
+    trainable = tune.with_resources(
+        trainable, {"cpu": cfg.launcher.cpus_per_trial, "gpu": cfg.launcher.gpus_per_trial}
+    )
     tmp = tempfile.mkdtemp(prefix="ablate-tune-")
     callbacks = [progress.tune_callback(specs)] if progress is not None else []
     try:
         tuner = tune.Tuner(
             trainable,
             param_space={"trial_index": tune.grid_search(list(range(len(specs))))},
-            tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=cfg.launcher.max_concurrent or None),
+            tune_config=tune.TuneConfig(
+                reuse_actors=True, max_concurrent_trials=cfg.launcher.max_concurrent or None
+            ),
             run_config=tune.RunConfig(
-                name="ablate", storage_path=tmp, verbose=0, callbacks=callbacks,
+                name="ablate",
+                storage_path=tmp,
+                verbose=0,
+                callbacks=callbacks,
                 failure_config=tune.FailureConfig(max_failures=cfg.launcher.max_failures),
             ),
         )

@@ -30,7 +30,9 @@ def _std(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
 
 
 @ADV_NORM.register("group")
-def group_advantages(rewards: torch.Tensor, group_size: int, std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+def group_advantages(
+    rewards: torch.Tensor, group_size: int, std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
     """GRPO: A_i = (r_i - mean_group) / (std_group + eps); an all-equal group gets A = 0.
 
     A group of one has no baseline: like verl we give it mean 0 and std 1, so A = r.
@@ -45,7 +47,9 @@ def group_advantages(rewards: torch.Tensor, group_size: int, std: bool = True, e
 
 
 @ADV_NORM.register("batch")
-def batch_advantages(rewards: torch.Tensor, group_size: int, std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+def batch_advantages(
+    rewards: torch.Tensor, group_size: int, std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
     """REINFORCE++-style: one mean (and std) over the whole batch, ignoring groups."""
     centered = rewards - rewards.mean()
     return centered / (_std(rewards) + eps) if std else centered
@@ -62,7 +66,9 @@ def group_mean_batch_std_advantages(
 
 
 @ADV_NORM.register("none")
-def no_advantage_norm(rewards: torch.Tensor, group_size: int, std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+def no_advantage_norm(
+    rewards: torch.Tensor, group_size: int, std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
     """Plain REINFORCE: the raw reward is the advantage (no baseline); ``std`` is ignored."""
     return rewards.clone()
 

@@ -59,7 +59,9 @@ def rss_mb() -> float:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * resource.getpagesize() / 2**20
     except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # no /proc: lifetime peak (KiB on Linux)
+        return (
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        )  # no /proc: lifetime peak (KiB on Linux)
 
 
 def _device(name: str) -> str:
@@ -98,8 +100,13 @@ class Trainer:
             self.ref = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.backend = build_backend(cfg.rollout, self.model, self.tok)
         o = cfg.optim
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2), weight_decay=o.weight_decay,
-                                     fused=True)  # one fused kernel per step, on CPU and GPU
+        self.opt = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=o.lr,
+            betas=(o.beta1, o.beta2),
+            weight_decay=o.weight_decay,
+            fused=True,
+        )  # one fused kernel per step, on CPU and GPU
         gen_device = self.device if self.device != "cpu" else "cpu"
         self.sample_gen = torch.Generator(device=gen_device).manual_seed(seed * 1_000 + 2)
         self.update_gen = torch.Generator().manual_seed(seed * 1_000 + 3)
@@ -116,13 +123,17 @@ class Trainer:
             if not self.train_ids or not self.eval_ids:
                 raise ValueError(f"task.max_prompt_length={limit}: no train or eval prompt is that short")
         replay = algo.dynamic_sampling.replay_weight if algo.dynamic_sampling.mode == "hard_replay" else 1.0
-        self.sampler = PromptSampler(len(self.task.train), torch.Generator().manual_seed(seed * 1_000 + 1), replay)
+        self.sampler = PromptSampler(
+            len(self.task.train), torch.Generator().manual_seed(seed * 1_000 + 1), replay
+        )
         fmt = self.task.format_open + self.task.format_close
         self.format_ids = sorted(set(self.tok.token_ids(fmt)))
         self.verify = VERIFIERS[cfg.task.verifier]
         self.moments = adv_mod.RunningMoments()
         self.reuse = ReuseBuffer()
-        self.params = SamplingParams(cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.max_response_length)
+        self.params = SamplingParams(
+            cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.max_response_length
+        )
         self.tokens_total = 0
 
     # ---- rollout and reward -------------------------------------------------------------------------------
@@ -135,7 +146,9 @@ class Trainer:
         lens = rb.lengths.long().tolist()
         texts = self.tok.decode_batch([seq[:n] for seq, n in zip(ids, lens, strict=True)])
         for row, text in enumerate(texts):
-            v = self.verify(text, problems[prompt_idx[row // K]], self.task.format_open, self.task.format_close)
+            v = self.verify(
+                text, problems[prompt_idx[row // K]], self.task.format_open, self.task.format_close
+            )
             rewards.append(combine_rewards(v, t.reward_scale, t.format_weight, t.process_weight))
             correct.append(v.correct)
         return torch.tensor(rewards), torch.tensor(correct)
@@ -182,8 +195,13 @@ class Trainer:
     def _logp(self, model, rb: RolloutBatch, rows=None, with_entropy=False):
         sel = rb if rows is None else rb.select(rows)
         return sequence_logprobs(
-            model, sel.prompt_ids, sel.prompt_mask, sel.completion_ids, sel.completion_mask,
-            self.cfg.rollout.temperature, with_entropy,
+            model,
+            sel.prompt_ids,
+            sel.prompt_mask,
+            sel.completion_ids,
+            sel.completion_mask,
+            self.cfg.rollout.temperature,
+            with_entropy,
         )
 
     def step(self, step: int) -> dict:
@@ -195,28 +213,34 @@ class Trainer:
         lr = o.lr * lr_multiplier(o.schedule, step, total, o.warmup_ratio, o.min_lr_ratio, o.decay_ratio)
         for g in self.opt.param_groups:
             g["lr"] = lr
-        ent_coef = entropy_coef_at(step, total, algo.entropy.coef, algo.entropy.final_ratio, algo.entropy.anneal_fraction)
+        ent_coef = entropy_coef_at(
+            step, total, algo.entropy.coef, algo.entropy.final_ratio, algo.entropy.anneal_fraction
+        )
         K = algo.responses_per_prompt
 
         rb, raw_rewards, correct, info = self.collect()
         if not torch.isfinite(raw_rewards).all():
             raise Diverged("non-finite reward")
-        rewards, self.moments = adv_mod.normalize_rewards(raw_rewards, self.moments, algo.reward_normalize, algo.reward_bias_correct)
+        rewards, self.moments = adv_mod.normalize_rewards(
+            raw_rewards, self.moments, algo.reward_normalize, algo.reward_bias_correct
+        )
 
         rows = raw_rewards.numel()
         multi_pass = algo.update_epochs > 1 or self._opt_steps_per_epoch(rows) > 1 or algo.off_policy_reuse
-        need_old = multi_pass or algo.kl.mode == "in_reward"
+        need_old = multi_pass or self.ref is not None  # the KL metric (and k1-in-reward) need pi_old
         with torch.no_grad():
             old_logp = self._logp(self.model, rb)[0] if need_old else None
             ref_logp = self._logp(self.ref, rb)[0] if self.ref is not None else None
         kl_seq = None
         if ref_logp is not None:
-            k = KL_ESTIMATORS[algo.kl.estimator](old_logp if old_logp is not None else ref_logp, ref_logp)
+            k = KL_ESTIMATORS[algo.kl.estimator](old_logp, ref_logp)  # (N, T)
             kl_seq = (k * rb.completion_mask).sum(-1)  # (N,)
             if algo.kl.mode == "in_reward":  # k1-style penalty on the sequence reward, before advantages
                 rewards = rewards - algo.kl.coef * kl_seq
         advantages = adv_mod.compute_advantages(rewards, K, algo.adv_norm, algo.adv_std, algo.adv_eps)
-        lmask = build_loss_mask(algo.token_mask, rb.completion_mask, rb.completion_ids, rb.truncated, self.format_ids)
+        lmask = build_loss_mask(
+            algo.token_mask, rb.completion_mask, rb.completion_ids, rb.truncated, self.format_ids
+        )
         batches = [Batch(rb, advantages, lmask, old_logp, ref_logp)]
         if algo.off_policy_reuse:
             previous = self.reuse.swap(batches[0])
@@ -269,7 +293,14 @@ class Trainer:
         eps_high = algo.clip.epsilon_high if algo.clip.epsilon_high is not None else eps_low
         max_len = cfg.rollout.max_response_length
         kl_fn = KL_ESTIMATORS[algo.kl.estimator] if algo.kl.mode == "in_loss" else None
-        sums = {"loss": 0.0, "grad_norm": 0.0, "clip_ratio/low": 0.0, "clip_ratio/high": 0.0, "entropy": 0.0, "approx_kl": 0.0}
+        sums = {
+            "loss": 0.0,
+            "grad_norm": 0.0,
+            "clip_ratio/low": 0.0,
+            "clip_ratio/high": 0.0,
+            "entropy": 0.0,
+            "approx_kl": 0.0,
+        }
         n_opt = 0
         self.model.train()
         for _epoch in range(algo.update_epochs):
@@ -280,7 +311,9 @@ class Trainer:
                     ns, nt = float(len(mb)), float(b.loss_mask[mb].sum())
                     step_loss = 0.0
                     for micro in micros:
-                        logp, ent = self._logp(self.model, b.rollout, micro, with_entropy="grad" if ent_coef else True)
+                        logp, ent = self._logp(
+                            self.model, b.rollout, micro, with_entropy="grad" if ent_coef else True
+                        )
                         old = b.old_logp[micro] if b.old_logp is not None else logp.detach()
                         pg, low, high = clipped_surrogate(logp, old, b.advantages[micro], eps_low, eps_high)
                         per_tok = pg

@@ -42,7 +42,7 @@ def health_flags(history: pd.DataFrame | list[dict]) -> list[str]:
         if ent[0] > 0 and early.min() < 0.3 * ent[0]:
             flags.append("entropy_collapse")
     z = _series(h, "frac_reward_zero_std")
-    if len(z) >= 4 and z[len(z) // 2:].mean() > 0.8:
+    if len(z) >= 4 and z[len(z) // 2 :].mean() > 0.8:
         flags.append("zero_group_std")
     g = _series(h, "grad_norm")
     if len(g) >= 5 and (g > 5).mean() >= 0.2:
@@ -56,12 +56,23 @@ def health_flags(history: pd.DataFrame | list[dict]) -> list[str]:
     loss = _series(h, "loss")
     if len(loss) >= 10 and len(r) >= 10:
         half = len(loss) // 2
-        rising = np.polyfit(np.arange(half, len(loss)), loss[half:], 1)[0] > 0 and loss[half:].mean() > loss[:half].mean()
-        osc = np.abs(np.diff(r[half:])).mean() > 2 * max(abs(r[-1] - r[half]) / max(len(r) - half, 1), 1e-9) and np.std(r[half:]) > 0.05
+        rising = (
+            np.polyfit(np.arange(half, len(loss)), loss[half:], 1)[0] > 0
+            and loss[half:].mean() > loss[:half].mean()
+        )
+        osc = (
+            np.abs(np.diff(r[half:])).mean() > 2 * max(abs(r[-1] - r[half]) / max(len(r) - half, 1), 1e-9)
+            and np.std(r[half:]) > 0.05
+        )
         if rising and osc:
             flags.append("epoch_overfit")
     pos = _series(h, "positive_rate")
-    if len(pos) >= 10 and len(r) >= 10 and pos[-len(pos) // 4:].mean() > 0.9 and np.ptp(r[len(r) // 2:]) < 0.02:
+    if (
+        len(pos) >= 10
+        and len(r) >= 10
+        and pos[-len(pos) // 4 :].mean() > 0.9
+        and np.ptp(r[len(r) // 2 :]) < 0.02
+    ):
         flags.append("flat_reward")
     return flags
 
@@ -74,5 +85,13 @@ def health_table(metrics: pd.DataFrame) -> pd.DataFrame:
     for (variant, seed), h in metrics.groupby(["variant", "seed"], sort=True):
         train_rows = h[h["loss"].notna()] if "loss" in h else h  # drop the eval-only final record
         for flag in health_flags(train_rows.sort_values("step")):
-            rows.append({"variant": variant, "seed": int(seed), "flag": flag, "meaning": RULES[flag], "remedy": REMEDIES[flag]})
+            rows.append(
+                {
+                    "variant": variant,
+                    "seed": int(seed),
+                    "flag": flag,
+                    "meaning": RULES[flag],
+                    "remedy": REMEDIES[flag],
+                }
+            )
     return pd.DataFrame(rows, columns=["variant", "seed", "flag", "meaning", "remedy"])

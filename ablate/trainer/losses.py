@@ -69,7 +69,9 @@ def agg_token_mean(loss: torch.Tensor, mask: torch.Tensor, max_len: int, num_seq
 
 
 @LOSS_AGG.register("seq-mean-token-mean")
-def agg_seq_mean_token_mean(loss: torch.Tensor, mask: torch.Tensor, max_len: int, num_seqs: float, num_tokens: float):
+def agg_seq_mean_token_mean(
+    loss: torch.Tensor, mask: torch.Tensor, max_len: int, num_seqs: float, num_tokens: float
+):
     """Original GRPO: mean per sequence, then mean over sequences. Fully-masked rows count as 0, not NaN."""
     per_seq = (loss * mask).sum(-1) / mask.sum(-1).clamp(min=1)
     return per_seq.sum() / max(num_seqs, 1.0)

@@ -13,13 +13,17 @@ TOKEN_MASKS = Registry("token mask", "algo.token_mask")
 
 
 @TOKEN_MASKS.register("none")
-def mask_none(completion_mask: torch.Tensor, completion_ids: torch.Tensor, truncated: torch.Tensor, format_ids):
+def mask_none(
+    completion_mask: torch.Tensor, completion_ids: torch.Tensor, truncated: torch.Tensor, format_ids
+):
     """Every response token learns."""
     return completion_mask.clone()
 
 
 @TOKEN_MASKS.register("format")
-def mask_format(completion_mask: torch.Tensor, completion_ids: torch.Tensor, truncated: torch.Tensor, format_ids):
+def mask_format(
+    completion_mask: torch.Tensor, completion_ids: torch.Tensor, truncated: torch.Tensor, format_ids
+):
     """Drop the fixed format tokens (e.g. '<' and '>' around the answer): only answer-relevant tokens learn."""
     if not format_ids:
         return completion_mask.clone()
@@ -28,7 +32,9 @@ def mask_format(completion_mask: torch.Tensor, completion_ids: torch.Tensor, tru
 
 
 @TOKEN_MASKS.register("truncated")
-def mask_truncated(completion_mask: torch.Tensor, completion_ids: torch.Tensor, truncated: torch.Tensor, format_ids):
+def mask_truncated(
+    completion_mask: torch.Tensor, completion_ids: torch.Tensor, truncated: torch.Tensor, format_ids
+):
     """Overlong filtering (DAPO): completions cut at max length without EOS carry no gradient at all."""
     return completion_mask * (~truncated).to(completion_mask.dtype).unsqueeze(-1)
 
@@ -36,7 +42,12 @@ def mask_truncated(completion_mask: torch.Tensor, completion_ids: torch.Tensor, 
 @TOKEN_MASKS.register("format_truncated")
 def mask_format_truncated(completion_mask, completion_ids, truncated, format_ids):
     """Both: format tokens and truncated completions are masked."""
-    return mask_truncated(mask_format(completion_mask, completion_ids, truncated, format_ids), completion_ids, truncated, format_ids)
+    return mask_truncated(
+        mask_format(completion_mask, completion_ids, truncated, format_ids),
+        completion_ids,
+        truncated,
+        format_ids,
+    )
 
 
 def build_loss_mask(mode: str, completion_mask, completion_ids, truncated, format_ids=()) -> torch.Tensor:

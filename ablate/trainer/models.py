@@ -57,7 +57,11 @@ class HFTokenizer:
 
     def encode(self, text: str, bos: bool = True) -> list[int]:
         if self.use_chat_template:
-            return list(self.tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True))
+            return list(
+                self.tok.apply_chat_template(
+                    [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+                )
+            )
         return self.tok(text, add_special_tokens=bos)["input_ids"]
 
     def decode(self, ids) -> str:
@@ -105,7 +109,9 @@ def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
     else:
         from transformers import AutoModelForCausalLM
 
-        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[model_cfg.dtype]
+        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
+            model_cfg.dtype
+        ]
         if device == "cpu" and dtype != torch.float32:
             dtype = torch.float32  # bf16 matmuls on CPU are slow and lossy; bf16 is for GPUs
         model = AutoModelForCausalLM.from_pretrained(
@@ -117,7 +123,9 @@ def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
     return model.to(device)
 
 
-def save_tiny_hf_model(path, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4) -> str:
+def save_tiny_hf_model(
+    path, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4
+) -> str:
     """Write a tiny Llama + character-level fast tokenizer in Hugging Face format to ``path``.
 
     Why: tests (and a first try of ``model=hf``/``rollout=vllm``) need a real HF model directory without a hub
@@ -134,10 +142,22 @@ def save_tiny_hf_model(path, seed: int = 0, hidden_size: int = 64, num_layers: i
     tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tk.decoder = decoders.Fuse()
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-    config = LlamaConfig(vocab_size=len(vocab), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-                         num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
-                         max_position_embeddings=512, tie_word_embeddings=True, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+    config = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
     Path(path).mkdir(parents=True, exist_ok=True)

@@ -16,9 +16,11 @@ def sequence_logprobs(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """-> (logp (N, T), entropy (N, T) or None) of the completion tokens, logits scaled by the sampling temperature
     (as verl does, so the ratio compares the same distributions the sampler drew from, before top-p)."""
-    P, T = prompt_ids.shape[1], completion_ids.shape[1]
+    T = completion_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], dim=1)  # (N, P+T)
-    keep = {"logits_to_keep": T + 1} if _supports_logits_to_keep(model) else {}  # no lm_head on prompt positions
+    keep = (
+        {"logits_to_keep": T + 1} if _supports_logits_to_keep(model) else {}
+    )  # no lm_head on prompt positions
     if bool(prompt_mask.all()):
         # No left padding: plain causal attention is exact for every completion token (pads after EOS are only
         # ever seen by later, masked-out positions), and skips building a 4-D mask.
@@ -26,7 +28,9 @@ def sequence_logprobs(
     else:
         attn = torch.cat([prompt_mask, completion_mask.to(prompt_mask.dtype)], dim=1)
         position = (attn.cumsum(-1) - 1).clamp(min=0)
-        logits = model(input_ids=ids, attention_mask=attn, position_ids=position, use_cache=False, **keep).logits
+        logits = model(
+            input_ids=ids, attention_mask=attn, position_ids=position, use_cache=False, **keep
+        ).logits
     logits = logits[:, -(T + 1) : -1].float()  # (N, T, V): the logit before completion token t predicts it
     if temperature != 1.0:
         logits = logits / temperature

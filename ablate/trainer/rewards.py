@@ -76,4 +76,6 @@ def combine_rewards(v: Verdict, scale: float, format_weight: float, process_weig
 
     ``process_weight`` w mixes partial credit (per answer position) with the outcome reward.
     """
-    return scale * ((1.0 - process_weight) * v.correct + process_weight * v.partial + format_weight * v.format_ok)
+    return scale * (
+        (1.0 - process_weight) * v.correct + process_weight * v.partial + format_weight * v.format_ok
+    )

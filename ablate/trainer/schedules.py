@@ -54,7 +54,12 @@ def lr_warmup_constant_then_decay(
 
 
 def lr_multiplier(
-    schedule: str, step: int, total: int, warmup_ratio: float = 0.0, min_lr_ratio: float = 0.0, decay_ratio: float = 0.1
+    schedule: str,
+    step: int,
+    total: int,
+    warmup_ratio: float = 0.0,
+    min_lr_ratio: float = 0.0,
+    decay_ratio: float = 0.1,
 ) -> float:
     return LR_SCHEDULES[schedule](step, total, warmup_ratio, min_lr_ratio, decay_ratio)
 

@@ -22,7 +22,11 @@ WARMSTART_VERSION = 2  # bump when the SFT recipe or the task generator changes:
 
 
 def _plain(node) -> dict:
-    return dataclasses.asdict(node) if dataclasses.is_dataclass(node) else OmegaConf.to_container(node, resolve=True)
+    return (
+        dataclasses.asdict(node)
+        if dataclasses.is_dataclass(node)
+        else OmegaConf.to_container(node, resolve=True)
+    )
 
 
 def warmstart_key(cfg, seed: int) -> str:
@@ -37,7 +41,9 @@ def warmstart_key(cfg, seed: int) -> str:
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def sft(model, tokenizer, prompts: list[str], targets: list[str], open_: str, close: str, ws, seed: int) -> None:
+def sft(
+    model, tokenizer, prompts: list[str], targets: list[str], open_: str, close: str, ws, seed: int
+) -> None:
     """Teacher-forced cross-entropy on the response tokens only (prompt tokens are not learned)."""
     gen = torch.Generator().manual_seed(seed * 1000 + 7)
     pairs = []
@@ -56,7 +62,9 @@ def sft(model, tokenizer, prompts: list[str], targets: list[str], open_: str, cl
             labels[row, : ids.shape[1] - len(pairs[i][1])] = -100  # only the response is learned
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, :-1]
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1))
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1)
+        )
         lr_mult = min(1.0, (step + 1) / max(1, ws.steps // 10)) * (1 - 0.9 * step / ws.steps)
         for g in opt.param_groups:
             g["lr"] = ws.lr * lr_mult
@@ -76,7 +84,16 @@ def load_or_train(cfg, seed: int, model, tokenizer, task) -> str | None:
     path = cache / f"warmstart-{warmstart_key(cfg, seed)}.pt"
     with FileLock(str(path) + ".lock"):  # concurrent trials of one seed train it once
         if not path.exists():
-            sft(model, tokenizer, [p.prompt for p in task.train], task.sft_targets, task.format_open, task.format_close, ws, seed)
+            sft(
+                model,
+                tokenizer,
+                [p.prompt for p in task.train],
+                task.sft_targets,
+                task.format_open,
+                task.format_close,
+                ws,
+                seed,
+            )
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             torch.save(model.state_dict(), tmp)
             os.replace(tmp, path)

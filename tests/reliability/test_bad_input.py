@@ -30,12 +30,26 @@ BAD = [
     (["sweep=technique_matrix", "seeds=[-1]"], "seeds=[-1]: seeds must be integers >= 0"),
     (["sweep=technique_matrix", "seeds=[1,1]"], "seeds must not repeat"),
     (["sweep=technique_matrix", "algo.update_epochs=0"], "algo.update_epochs=0"),
-    (["sweep=technique_matrix", "algo.responses_per_prompt=1", "adv_norm=none", "dynamic_sampling=drop_zero_std"], "dynamic sampling"),
+    (
+        [
+            "sweep=technique_matrix",
+            "algo.responses_per_prompt=1",
+            "adv_norm=none",
+            "dynamic_sampling=drop_zero_std",
+        ],
+        "dynamic sampling",
+    ),
     (["sweep=technique_matrix", "logger=tensorboard"], "logger='tensorboard'"),
     (["sweep=technique_matrix", "sweep.stats.correction=bonferroni"], "sweep.stats.correction='bonferroni'"),
-    (["sweep=technique_matrix", "sweep.baseline=entropy_off"], "sweep.variants.entropy_off: a variant may not reuse the baseline's name"),
+    (
+        ["sweep=technique_matrix", "sweep.baseline=entropy_off"],
+        "sweep.variants.entropy_off: a variant may not reuse the baseline's name",
+    ),
     (["sweep=technique_matrix", "+sweep.variants.empty=[]"], "sweep.variants.empty: empty override list"),
-    (["sweep=technique_matrix", "+sweep.variants.bad=['kl=nope']"], "variant 'bad': kl='nope': unknown option"),
+    (
+        ["sweep=technique_matrix", "+sweep.variants.bad=['kl=nope']"],
+        "variant 'bad': kl='nope': unknown option",
+    ),
     (["sweep=technique_matrix", "+sweep.variants.launchy=['seeds=3']"], "sets a launch key"),
     (["sweep=paper1_hparam_scan", "sweep.baseline='lr=nope'"], "a factorial baseline must name a grid cell"),
     (["mode=report", "report_path=/nonexistent"], "report_path='/nonexistent': not a run directory"),
@@ -59,14 +73,26 @@ def test_bad_invocation(argv, needle, tmp_path, monkeypatch, capsys):
 
 def test_malformed_sweep_files(tmp_path, monkeypatch, capsys):
     (tmp_path / "sp" / "sweep").mkdir(parents=True)
-    (tmp_path / "sp" / "sweep" / "broken.yaml").write_text("# @package sweep\nname: broken\nvariants: [unclosed\n")
-    (tmp_path / "sp" / "sweep" / "nobase.yaml").write_text("# @package sweep\nname: nobase\naxes:\n  lr:\n    low: [optim.lr=1e-4]\n    high: [optim.lr=3e-4]\n")
-    (tmp_path / "sp" / "sweep" / "dup.yaml").write_text("# @package sweep\nname: dup\nvariants:\n  a: [entropy=off]\n  a: [k=4]\n")
-    (tmp_path / "sp" / "sweep" / "typo.yaml").write_text("# @package sweep\nname: typo\nvariantz:\n  a: [entropy=off]\n")
+    (tmp_path / "sp" / "sweep" / "broken.yaml").write_text(
+        "# @package sweep\nname: broken\nvariants: [unclosed\n"
+    )
+    (tmp_path / "sp" / "sweep" / "nobase.yaml").write_text(
+        "# @package sweep\nname: nobase\naxes:\n  lr:\n    low: [optim.lr=1e-4]\n    high: [optim.lr=3e-4]\n"
+    )
+    (tmp_path / "sp" / "sweep" / "dup.yaml").write_text(
+        "# @package sweep\nname: dup\nvariants:\n  a: [entropy=off]\n  a: [k=4]\n"
+    )
+    (tmp_path / "sp" / "sweep" / "typo.yaml").write_text(
+        "# @package sweep\nname: typo\nvariantz:\n  a: [entropy=off]\n"
+    )
     monkeypatch.chdir(tmp_path)
     sp = f"hydra.searchpath=[file://{tmp_path / 'sp'}]"
-    for name, needle in [("broken", "broken.yaml: malformed YAML at line 3"), ("nobase", "sweep.baseline='baseline': a factorial baseline must name a grid cell"),
-                         ("dup", "found duplicate key a"), ("typo", "variantz")]:
+    for name, needle in [
+        ("broken", "broken.yaml: malformed YAML at line 3"),
+        ("nobase", "sweep.baseline='baseline': a factorial baseline must name a grid cell"),
+        ("dup", "found duplicate key a"),
+        ("typo", "variantz"),
+    ]:
         assert main([sp, f"sweep={name}"]) == 2, name
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (name, err)
@@ -75,5 +101,8 @@ def test_malformed_sweep_files(tmp_path, monkeypatch, capsys):
 
 def test_exit_code_through_a_real_process(tmp_path):
     proc = cli(["sweep=technique_matrix", "seeds=0"], cwd=tmp_path)
-    assert proc.returncode == 2 and proc.stderr.strip() == "error: seeds=0: must be >= 1 (N runs seeds 0..N-1), or a list like [3,7]"
+    assert (
+        proc.returncode == 2
+        and proc.stderr.strip() == "error: seeds=0: must be >= 1 (N runs seeds 0..N-1), or a list like [3,7]"
+    )
     assert not (tmp_path / "runs").exists()

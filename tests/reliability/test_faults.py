@@ -14,12 +14,19 @@ pytestmark = pytest.mark.slow
 
 def test_trial_crash_is_retried_then_recorded_failed(tmp_path):
     sp = write_sweep(tmp_path / "sweeps", "fault", {"entropy_off": ["entropy=off"]})
-    proc = cli([sp, "sweep=fault", "seeds=2", "train.fault_step=2", "train.fault_seed=1", "launcher.max_failures=1"], cwd=tmp_path)
+    proc = cli(
+        [sp, "sweep=fault", "seeds=2", "train.fault_step=2", "train.fault_seed=1", "launcher.max_failures=1"],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the sweep completes, and says cells failed
     assert "2 failed" in proc.stdout
     run = the_run(tmp_path, "fault")
-    assert statuses(run) == {("baseline", 0): "done", ("entropy_off", 0): "done",
-                             ("baseline", 1): "failed", ("entropy_off", 1): "failed"}
+    assert statuses(run) == {
+        ("baseline", 0): "done",
+        ("entropy_off", 0): "done",
+        ("baseline", 1): "failed",
+        ("entropy_off", 1): "failed",
+    }
     st = json.loads((run / "baseline" / "seed=1" / "status.json").read_text())
     assert st["attempts"] == 2  # retried once (launcher.max_failures=1)
     assert "InjectedFault: injected fault at step 2" in st["error"] and "Traceback" in st["error"]
@@ -28,7 +35,13 @@ def test_trial_crash_is_retried_then_recorded_failed(tmp_path):
 
 
 def test_divergence_is_counted_and_excluded(tmp_path):
-    boom = ["task.reward_scale=1e38", "adv_norm=none", "optim.lr=10", "optim.grad_clip=0", "task.process_weight=1"]
+    boom = [
+        "task.reward_scale=1e38",
+        "adv_norm=none",
+        "optim.lr=10",
+        "optim.grad_clip=0",
+        "task.process_weight=1",
+    ]
     sp = write_sweep(tmp_path / "sweeps", "div", {"boom": boom})
     proc = cli([sp, "sweep=div", "seeds=2"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -55,7 +68,9 @@ def test_truncated_metrics_are_detected_and_rerun(tmp_path):
     with pytest.raises(store.CorruptMetrics):
         store.read_metrics(victim.metrics)
     _, trials = store.load_run(run)
-    assert trials.set_index("variant").loc["entropy_off", "status"] == "corrupt"  # never half-read into a report
+    assert (
+        trials.set_index("variant").loc["entropy_off", "status"] == "corrupt"
+    )  # never half-read into a report
     again = cli(args, cwd=tmp_path)
     assert "1 ran, 1 skipped" in again.stdout
     assert metrics_without_time(victim.metrics) == expected  # rerun, deterministically identical
@@ -76,5 +91,5 @@ def test_concurrent_sweeps_on_one_run_directory(tmp_path):
     assert first.wait(timeout=300) == 0, first.stdout.read()
     run = the_run(tmp_path, "conc")
     assert set(statuses(run).values()) == {"done"} and len(statuses(run)) == 4
-    for v, s, p in store.iter_trials(run):
+    for _v, _s, p in store.iter_trials(run):
         assert store.is_finished(p, json.loads(p.status.read_text())["config_hash"])

@@ -23,8 +23,15 @@ def test_sweep_survives_losing_a_node(tmp_path):
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     worker = cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
-    overrides = [sp, "sweep=nodeloss", "seeds=3", f"ray.address={cluster.address}", "launcher.max_failures=3",
-                 f"runs_dir={tmp_path / 'runs'}", "train.steps=40"]
+    overrides = [
+        sp,
+        "sweep=nodeloss",
+        "seeds=3",
+        f"ray.address={cluster.address}",
+        "launcher.max_failures=3",
+        f"runs_dir={tmp_path / 'runs'}",
+        "train.steps=40",
+    ]
     try:
         cfg = compose(overrides)
         plan = build_plan(cfg, overrides)
@@ -42,7 +49,11 @@ def test_sweep_survives_losing_a_node(tmp_path):
         assert not thread.is_alive()
         assert result["failed"] == 0, result
         assert statuses(run) == {(v, s): "done" for v in ("baseline", "entropy_off") for s in range(3)}
-        retried = [st for st in run.glob("*/seed=*/status.json") if '"attempts": 2' in st.read_text() or '"attempts": 3' in st.read_text()]
+        retried = [
+            st
+            for st in run.glob("*/seed=*/status.json")
+            if '"attempts": 2' in st.read_text() or '"attempts": 3' in st.read_text()
+        ]
         assert retried, "the trial on the lost node was not retried"
     finally:
         if ray.is_initialized():

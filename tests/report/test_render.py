@@ -8,14 +8,24 @@ import pytest
 from ablate.report.render import build, write_report
 from ablate.stats.simulate import simulated_run
 
-EFFECTS = {"baseline": 0.0, "big_gain": 0.15, "big_loss": -0.15, "null_a": 0.0, "null_b": 0.0, "null_c": 0.0,
-           "small": 0.01, "unstable": 0.0}
+EFFECTS = {
+    "baseline": 0.0,
+    "big_gain": 0.15,
+    "big_loss": -0.15,
+    "null_a": 0.0,
+    "null_b": 0.0,
+    "null_c": 0.0,
+    "small": 0.01,
+    "unstable": 0.0,
+}
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("store")
-    run = simulated_run(root / "runs", EFFECTS, seeds=5, diverged={"unstable": [1, 3]}, failed={"null_c": [4]})
+    run = simulated_run(
+        root / "runs", EFFECTS, seeds=5, diverged={"unstable": [1, 3]}, failed={"null_c": [4]}
+    )
     out = write_report(run, root / "reports")
     return run, out
 
@@ -28,7 +38,16 @@ def _png_size(path):
 
 def test_every_file_is_written(report):
     _, out = report
-    for name in ("report.md", "report.html", "table.csv", "table.tex", "manifest.json", "learning_curves.png", "forest.png", "seeds.png"):
+    for name in (
+        "report.md",
+        "report.html",
+        "table.csv",
+        "table.tex",
+        "manifest.json",
+        "learning_curves.png",
+        "forest.png",
+        "seeds.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     for png in out.glob("*.png"):
         w, h = _png_size(png)
@@ -59,7 +78,9 @@ def test_verdicts_recover_the_planted_truth(report):
     assert t.loc["big_loss", "verdict"] == "hurts"
     assert t.loc["baseline", "verdict"] == "baseline"
     assert t.loc["null_a", "verdict"].startswith("no detectable effect")
-    assert t.loc["unstable", "seeds_diverged"] == 2 and t.loc["unstable", "verdict"].startswith("diverged in 2 of 5")
+    assert t.loc["unstable", "seeds_diverged"] == 2 and t.loc["unstable", "verdict"].startswith(
+        "diverged in 2 of 5"
+    )
     assert (t.loc[t.index != "baseline", "p_adj"] >= t.loc[t.index != "baseline", "p"] - 1e-12).all()
 
 

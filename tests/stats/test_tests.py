@@ -18,7 +18,9 @@ def test_p_values_equal_scipy_reference_calls():
     assert run_test("paired_t", X, Y) == pytest.approx(sps.ttest_rel(X, Y).pvalue)
     assert run_test("wilcoxon", X, Y) == pytest.approx(sps.wilcoxon(X, Y).pvalue)
     assert run_test("welch", X, Y) == pytest.approx(sps.ttest_ind(X, Y, equal_var=False).pvalue)
-    assert run_test("mannwhitney", X, Y) == pytest.approx(sps.mannwhitneyu(X, Y, alternative="two-sided").pvalue)
+    assert run_test("mannwhitney", X, Y) == pytest.approx(
+        sps.mannwhitneyu(X, Y, alternative="two-sided").pvalue
+    )
     # 5 vs 5 has 252 distinct splits: the permutation test is exact and matches the enumerated p-value
     perm = run_test("permutation", X, Y)
     pooled, obs, count = np.concatenate([X, Y]), X.mean() - Y.mean(), 0
@@ -78,13 +80,24 @@ def test_power_functions_match_statsmodels():
 
 
 def test_summarize_curve():
-    s = summarize_curve(np.array([0, 10, 20, 30]), np.array([0.2, 0.4, 0.6, 0.8]), final_fraction=0.5, threshold=0.5)
+    s = summarize_curve(
+        np.array([0, 10, 20, 30]), np.array([0.2, 0.4, 0.6, 0.8]), final_fraction=0.5, threshold=0.5
+    )
     assert s["final"] == pytest.approx(0.7) and s["best"] == 0.8 and s["steps_to_threshold"] == 20
     assert s["auc"] == pytest.approx(0.5)  # linear curve: mean height
 
 
 def test_verdicts():
-    base = {"paired": True, "n_pairs": 5, "n_variant": 5, "n_baseline": 5, "delta": 0.1, "mde": 0.05, "n_trials": 5, "n_diverged": 0}
+    base = {
+        "paired": True,
+        "n_pairs": 5,
+        "n_variant": 5,
+        "n_baseline": 5,
+        "delta": 0.1,
+        "mde": 0.05,
+        "n_trials": 5,
+        "n_diverged": 0,
+    }
     assert verdict(base | {"p_adj": 0.01}, 0.05, True) == "helps"
     assert verdict(base | {"p_adj": 0.01, "delta": -0.1}, 0.05, True) == "hurts"
     assert verdict(base | {"p_adj": 0.01}, 0.05, False) == "hurts"

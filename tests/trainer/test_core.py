@@ -30,25 +30,56 @@ def test_seed_gives_same_init_and_prompt_order_across_toggles(compose_cfg):
         assert n1 == n2 and torch.equal(p1, p2)
     assert t1.sampler.next(16) == t2.sampler.next(16)
     t3 = Trainer(compose_cfg(FAST), seed=4)
-    assert not torch.equal(next(iter(t3.model.state_dict().values())), next(iter(t1.model.state_dict().values())))
+    assert not torch.equal(
+        next(iter(t3.model.state_dict().values())), next(iter(t1.model.state_dict().values()))
+    )
 
 
-@pytest.mark.parametrize("toggles", [
-    ["kl=k3_loss"], ["kl=k1_reward"], ["length_norm=seq_mean_token_mean"], ["length_norm=constant"],
-    ["token_mask=format_truncated"], ["dynamic_sampling=drop_zero_std"], ["dynamic_sampling=hard_replay"],
-    ["update_epochs=1"], ["adv_norm=batch"], ["adv_norm=group_mean_batch_std"], ["adv_norm=none"],
-    ["reward_norm=normalize_bias_correct"], ["clip=clip_higher"], ["lr_schedule=warmup_constant_then_decay"],
-    ["algo.off_policy_reuse=true"], ["train.micro_batch_size=16", "train.grad_accum=2"], ["train.grad_accum=4"], ["rollout.top_p=0.9"],
-])
+@pytest.mark.parametrize(
+    "toggles",
+    [
+        ["kl=k3_loss"],
+        ["kl=k1_reward"],
+        ["length_norm=seq_mean_token_mean"],
+        ["length_norm=constant"],
+        ["token_mask=format_truncated"],
+        ["dynamic_sampling=drop_zero_std"],
+        ["dynamic_sampling=hard_replay"],
+        ["update_epochs=1"],
+        ["adv_norm=batch"],
+        ["adv_norm=group_mean_batch_std"],
+        ["adv_norm=none"],
+        ["reward_norm=normalize_bias_correct"],
+        ["clip=clip_higher"],
+        ["lr_schedule=warmup_constant_then_decay"],
+        ["algo.off_policy_reuse=true"],
+        ["train.micro_batch_size=16", "train.grad_accum=2"],
+        ["train.grad_accum=4"],
+        ["rollout.top_p=0.9"],
+    ],
+)
 def test_every_toggle_trains(compose_cfg, toggles):
     cfg = compose_cfg(FAST + toggles)
     validate_trial(cfg)
     res = train(cfg, 0)
     assert res.status == "done"
     rec = res.history[0]
-    for key in ("reward/mean", "reward/group_std", "frac_reward_zero_std", "entropy", "positive_rate", "grad_norm",
-                "clip_ratio/low", "clip_ratio/high", "completion_length/mean", "loss", "lr", "time/step",
-                "tokens/generated", "eval/positive_rate"):
+    for key in (
+        "reward/mean",
+        "reward/group_std",
+        "frac_reward_zero_std",
+        "entropy",
+        "positive_rate",
+        "grad_norm",
+        "clip_ratio/low",
+        "clip_ratio/high",
+        "completion_length/mean",
+        "loss",
+        "lr",
+        "time/step",
+        "tokens/generated",
+        "eval/positive_rate",
+    ):
         assert key in rec and math.isfinite(rec[key]), key
     if toggles[0].startswith("kl="):
         assert "kl" in rec
@@ -60,7 +91,17 @@ def test_no_kl_loads_no_reference_model(compose_cfg):
 
 
 def test_divergence_is_an_outcome(compose_cfg):
-    cfg = compose_cfg(FAST + ["task.reward_scale=1e38", "adv_norm=none", "optim.lr=10", "optim.grad_clip=0", "train.steps=6", "task.process_weight=1"])
+    cfg = compose_cfg(
+        FAST
+        + [
+            "task.reward_scale=1e38",
+            "adv_norm=none",
+            "optim.lr=10",
+            "optim.grad_clip=0",
+            "train.steps=6",
+            "task.process_weight=1",
+        ]
+    )
     res = train(cfg, 0)
     assert res.status == "diverged"
     assert res.history and res.history[-1].get("diverged") == 1.0
@@ -100,3 +141,10 @@ def test_micro_batches_make_several_optimizer_steps(compose_cfg):
     steps = t._minibatches(64)
     assert len(steps) == 4 and all(len(m) == 2 and all(len(x) == 8 for x in m) for m in steps)
     assert sorted(torch.cat([torch.cat(m) for m in steps]).tolist()) == list(range(64))
+
+
+def test_kl_metric_measures_drift_from_the_reference(compose_cfg):
+    """With KL on, the logged kl starts at 0 (policy == reference) and grows once the policy moves."""
+    h = train(compose_cfg(FAST + ["kl=k3_loss", "update_epochs=1", "optim.lr=3e-3"]), 0).history
+    kls = [r["kl"] for r in h if "kl" in r]
+    assert kls[0] == pytest.approx(0.0, abs=1e-7) and kls[-1] > 1e-6

@@ -64,7 +64,9 @@ def test_seq_mean_token_mean():
 
 
 def test_constant_dr_grpo():
-    assert aggregate_loss(LOSS, MASK, "seq-mean-token-sum-norm", max_len=4).item() == pytest.approx(10 / (2 * 4))
+    assert aggregate_loss(LOSS, MASK, "seq-mean-token-sum-norm", max_len=4).item() == pytest.approx(
+        10 / (2 * 4)
+    )
 
 
 def test_fully_masked_row_counts_as_zero_not_nan():

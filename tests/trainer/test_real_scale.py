@@ -16,9 +16,22 @@ def hf_dir(tmp_path_factory):
 
 
 def _cfg(compose_cfg, hf_dir, *extra):
-    return compose_cfg(["model=hf", f"model.name={hf_dir}", "model.attn_implementation=eager", "task=gsm8k",
-                        f"task.path={FIXTURES / 'gsm8k'}", "rollout.max_response_length=8", "train.steps=2",
-                        "train.prompts_per_step=2", "k=4", "train.eval_every=1", "rollout.eval_samples=1", *extra])
+    return compose_cfg(
+        [
+            "model=hf",
+            f"model.name={hf_dir}",
+            "model.attn_implementation=eager",
+            "task=gsm8k",
+            f"task.path={FIXTURES / 'gsm8k'}",
+            "rollout.max_response_length=8",
+            "train.steps=2",
+            "train.prompts_per_step=2",
+            "k=4",
+            "train.eval_every=1",
+            "rollout.eval_samples=1",
+            *extra,
+        ]
+    )
 
 
 def test_hf_model_and_gsm8k_file_train_two_steps(compose_cfg, hf_dir):

@@ -13,7 +13,13 @@ P = Problem("abc=", "cba", 3)
 
 @pytest.mark.parametrize(
     "text, correct, fmt, partial",
-    [("<cba>", 1, 1, 1), ("<cbb>", 0, 1, 2 / 3), ("cba", 0, 0, 0), ("<cba>x", 1, 0, 1), ("<cbaa>", 0, 1, 3 / 4)],
+    [
+        ("<cba>", 1, 1, 1),
+        ("<cbb>", 0, 1, 2 / 3),
+        ("cba", 0, 0, 0),
+        ("<cba>x", 1, 0, 1),
+        ("<cbaa>", 0, 1, 3 / 4),
+    ],
 )
 def test_verify_exact(text, correct, fmt, partial):
     v = verify_exact(text, P)
@@ -36,10 +42,16 @@ def test_math_answers():
 def test_reverse_task_is_fixed_mixed_and_held_out():
     cfg = OmegaConf.structured(TaskConfig)
     a, b = load_task(cfg), load_task(cfg)
-    assert [p.prompt for p in a.train] == [p.prompt for p in b.train]  # fixed by data_seed, not the trial seed
+    assert [p.prompt for p in a.train] == [
+        p.prompt for p in b.train
+    ]  # fixed by data_seed, not the trial seed
     assert not {p.prompt for p in a.train} & {p.prompt for p in a.eval}  # eval prompts are held out
     assert {p.level for p in a.train} == set(range(cfg.min_len, cfg.max_len + 1))  # mixed difficulty
     wrong = [t != p.answer for p, t in zip(a.train, a.sft_targets, strict=True)]
-    by_len = {L: sum(w for w, p in zip(wrong, a.train, strict=True) if p.level == L) / sum(p.level == L for p in a.train) for L in (1, 6)}
+    by_len = {
+        L: sum(w for w, p in zip(wrong, a.train, strict=True) if p.level == L)
+        / sum(p.level == L for p in a.train)
+        for L in (1, 6)
+    }
     assert by_len[6] > 2 * by_len[1]  # the teacher is worse on long strings: long prompts are hard
     assert all(p.answer == p.prompt[:-1][::-1] for p in a.eval)

@@ -46,13 +46,29 @@ def test_hf_backend_contract(compose_cfg):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not (HAS_GPU and HAS_VLLM), reason="vLLM backend needs a CUDA GPU and vLLM installed (pip install -e '.[vllm]')")
+@pytest.mark.skipif(
+    not (HAS_GPU and HAS_VLLM),
+    reason="vLLM backend needs a CUDA GPU and vLLM installed (pip install -e '.[vllm]')",
+)
 def test_vllm_backend_contract_and_weight_sync(compose_cfg, tmp_path):
     path = save_tiny_hf_model(tmp_path / "tiny")
-    cfg = compose_cfg(["model=hf", f"model.name={path}", "rollout=vllm", "train.device=cuda", "model.dtype=float32",
-                       "rollout.gpu_memory_utilization=0.2", "rollout.max_response_length=8", "task=gsm8k",
-                       f"task.path={FIXTURES / 'gsm8k'}", "train.steps=2", "train.prompts_per_step=2", "k=4",
-                       "rollout.eval_samples=1"])
+    cfg = compose_cfg(
+        [
+            "model=hf",
+            f"model.name={path}",
+            "rollout=vllm",
+            "train.device=cuda",
+            "model.dtype=float32",
+            "rollout.gpu_memory_utilization=0.2",
+            "rollout.max_response_length=8",
+            "task=gsm8k",
+            f"task.path={FIXTURES / 'gsm8k'}",
+            "train.steps=2",
+            "train.prompts_per_step=2",
+            "k=4",
+            "rollout.eval_samples=1",
+        ]
+    )
     t = Trainer(cfg, 0)
     gen = torch.Generator(device="cuda").manual_seed(0)
     rb = t.backend.generate(t.train_ids[:4], SamplingParams(1.0, 1.0, 8), gen)

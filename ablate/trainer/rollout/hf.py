@@ -31,7 +31,9 @@ def _keep_last(model) -> dict:
     return {"logits_to_keep": 1} if _supports_logits_to_keep(model) else {}
 
 
-def sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int, pad_id: int, generator) -> RolloutBatch:
+def sample(
+    model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int, pad_id: int, generator
+) -> RolloutBatch:
     """Autoregressive sampling with a KV cache; one model call per new token for the whole batch.
 
     Runs under inference_mode (cheaper than no_grad per call); the outputs are cloned out of it so the
@@ -47,8 +49,13 @@ def _sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int,
     device = prompt_ids.device
     padded = not bool(prompt_mask.all())  # without left padding the model's own causal path needs no mask
     position = prompt_mask.cumsum(-1) - 1  # (N, P): left padding keeps real tokens at 0..len-1
-    out = model(input_ids=prompt_ids, attention_mask=prompt_mask if padded else None,
-                position_ids=position.clamp(min=0) if padded else None, use_cache=True, **_keep_last(model))
+    out = model(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask if padded else None,
+        position_ids=position.clamp(min=0) if padded else None,
+        use_cache=True,
+        **_keep_last(model),
+    )
     past, logits = out.past_key_values, out.logits[:, -1]
     cache_kw = _cache_kwarg(model)
     attn = prompt_mask
@@ -58,7 +65,10 @@ def _sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int,
     alive = []
     for t in range(params.max_new_tokens):
         logits = logits.float()
-        probs = filter_top_p(torch.softmax(logits / params.temperature if params.temperature != 1.0 else logits, dim=-1), params.top_p)
+        probs = filter_top_p(
+            torch.softmax(logits / params.temperature if params.temperature != 1.0 else logits, dim=-1),
+            params.top_p,
+        )
         tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
         lp = torch.log(probs.gather(-1, tok.unsqueeze(-1)).squeeze(-1))
         alive.append(~finished)
@@ -70,8 +80,13 @@ def _sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int,
             break
         if padded:
             attn = torch.cat([attn, torch.ones((N, 1), dtype=attn.dtype, device=device)], dim=1)
-        out = model(input_ids=tok.unsqueeze(-1), attention_mask=attn if padded else None,
-                    position_ids=next_pos if padded else None, use_cache=True, **{cache_kw: past})
+        out = model(
+            input_ids=tok.unsqueeze(-1),
+            attention_mask=attn if padded else None,
+            position_ids=next_pos if padded else None,
+            use_cache=True,
+            **{cache_kw: past},
+        )
         past, logits = out.past_key_values, out.logits[:, -1]
         next_pos = next_pos + 1
     return RolloutBatch(
@@ -91,13 +106,23 @@ class HFRollout:
     def __init__(self, rollout_cfg, model, tokenizer):
         self.model, self.tok = model, tokenizer
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch:
         device = next(self.model.parameters()).device
         ids, mask = left_pad(prompts, self.tok.pad_token_id)
         was_training = self.model.training
         self.model.eval()
         try:
-            return sample(self.model, ids.to(device), mask.to(device), params, self.tok.eos_token_id, self.tok.pad_token_id, generator)
+            return sample(
+                self.model,
+                ids.to(device),
+                mask.to(device),
+                params,
+                self.tok.eos_token_id,
+                self.tok.pad_token_id,
+                generator,
+            )
         finally:
             self.model.train(was_training)
 

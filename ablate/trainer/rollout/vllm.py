@@ -41,15 +41,22 @@ def _engine_model(llm):
 class VLLMRollout:
     def __init__(self, rollout_cfg, model, tokenizer):
         vllm = require_vllm()
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # engine in this process: weights load directly
+        os.environ.setdefault(
+            "VLLM_ENABLE_V1_MULTIPROCESSING", "0"
+        )  # engine in this process: weights load directly
         self.cfg, self.tok = rollout_cfg, tokenizer
         name = model.config._name_or_path or model.name_or_path
         if not name:
             raise RuntimeError("rollout=vllm needs model=hf with a hub id or a local model directory")
         kwargs = dict(
-            model=name, dtype=str(model.dtype).replace("torch.", ""), gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
-            tensor_parallel_size=rollout_cfg.tensor_parallel_size, enable_sleep_mode=rollout_cfg.enable_sleep_mode,
-            max_model_len=getattr(model.config, "max_position_embeddings", None), seed=0, enable_prefix_caching=True,
+            model=name,
+            dtype=str(model.dtype).replace("torch.", ""),
+            gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
+            tensor_parallel_size=rollout_cfg.tensor_parallel_size,
+            enable_sleep_mode=rollout_cfg.enable_sleep_mode,
+            max_model_len=getattr(model.config, "max_position_embeddings", None),
+            seed=0,
+            enable_prefix_caching=True,
         )
         try:
             self.llm = vllm.LLM(**kwargs, logprobs_mode="processed_logprobs")
@@ -73,16 +80,29 @@ class VLLMRollout:
             self.llm.reset_prefix_cache()  # cached KV of the old weights must not be reused
         self.dirty = False
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch:
         if self.sleeping:
             self.llm.wake_up()
             self.sleeping = False
         if self.dirty:
             self._load_weights()
         # one seed per request from the trial's generator: repeatable, and different across trial seeds
-        seeds = torch.randint(0, 2**31 - 1, (len(prompts),), generator=generator, device=generator.device).tolist()
-        sps = [self._vllm.SamplingParams(n=1, temperature=params.temperature, top_p=params.top_p,
-                                         max_tokens=params.max_new_tokens, logprobs=0, seed=int(s)) for s in seeds]
+        seeds = torch.randint(
+            0, 2**31 - 1, (len(prompts),), generator=generator, device=generator.device
+        ).tolist()
+        sps = [
+            self._vllm.SamplingParams(
+                n=1,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                max_tokens=params.max_new_tokens,
+                logprobs=0,
+                seed=int(s),
+            )
+            for s in seeds
+        ]
         inputs = [{"prompt_token_ids": p} for p in prompts]
         outputs = self.llm.generate(inputs, sps, use_tqdm=False)
         if self.cfg.enable_sleep_mode:
@@ -96,7 +116,10 @@ class VLLMRollout:
         for out in outputs:
             o = out.outputs[0]
             ids = list(o.token_ids)
-            lp = [float(d[t].logprob) if d is not None and t in d else 0.0 for t, d in zip(ids, o.logprobs or [None] * len(ids), strict=False)]
+            lp = [
+                float(d[t].logprob) if d is not None and t in d else 0.0
+                for t, d in zip(ids, o.logprobs or [None] * len(ids), strict=False)
+            ]
             stopped = o.finish_reason == "stop"
             if stopped and (not ids or ids[-1] != eos) and len(ids) < max_new:
                 ids.append(eos)  # vLLM may drop the EOS token id from token_ids; training must see it
@@ -115,5 +138,11 @@ class VLLMRollout:
             slp[i, : len(lp)] = torch.tensor(lp)
         ids, mask = left_pad(prompts, pad)
         device = torch.device("cuda")
-        return RolloutBatch(ids.to(device), mask.to(device), comp.to(device), cmask.to(device), slp.to(device),
-                            torch.tensor(trunc, device=device))
+        return RolloutBatch(
+            ids.to(device),
+            mask.to(device),
+            comp.to(device),
+            cmask.to(device),
+            slp.to(device),
+            torch.tensor(trunc, device=device),
+        )

@@ -22,7 +22,9 @@ class TaskData:
     eval: list[Problem]
     format_open: str = "<"  # answer is wrapped as <open>answer<close>: a token mask can drop these
     format_close: str = ">"
-    sft_targets: list[str] = field(default_factory=list)  # warm-start targets aligned with train (may be noisy)
+    sft_targets: list[str] = field(
+        default_factory=list
+    )  # warm-start targets aligned with train (may be noisy)
     alphabet: str = ""  # characters of the embedded task, for the char tokenizer
 
 

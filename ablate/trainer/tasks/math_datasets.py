@@ -56,7 +56,12 @@ def _make(cfg, extract) -> TaskData:
             out.append(Problem(cfg.prompt_template.format(question=q), extract(ex[cfg.answer_key])))
         return out
 
-    return TaskData(train=rows(cfg.train_split), eval=rows(cfg.eval_split, cfg.max_eval), format_open="\\boxed{", format_close="}")
+    return TaskData(
+        train=rows(cfg.train_split),
+        eval=rows(cfg.eval_split, cfg.max_eval),
+        format_open="\\boxed{",
+        format_close="}",
+    )
 
 
 @TASKS.register("gsm8k")
