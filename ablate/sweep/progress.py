@@ -8,9 +8,10 @@ from __future__ import annotations
 import sys
 import time
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 
 class SweepProgress:
@@ -56,16 +57,18 @@ class SweepProgress:
         frac = (finished + partial) / todo
         return f"{elapsed / frac - elapsed:.0f}s" if frac > 0 else "?"
 
-    def _table(self) -> Table:
-        t = Table(
-            title=f"done {self.done + self.skipped}/{self.total}  running {len(self.running)}  "
-            f"failed {self.failed}  elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}"
+    def _table(self) -> Group:
+        head = Text(
+            f"done {self.done + self.skipped}/{self.total}  running {len(self.running)}  failed {self.failed}  "
+            f"elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}",
+            style="bold",
         )
+        t = Table()
         t.add_column("running trial")
         t.add_column("step", justify="right")
         for k, s in sorted(self.running.items()):
             t.add_row(k, f"{s}/{self.steps_per_trial.get(k, '?')}")
-        return t
+        return Group(head, t)
 
     def _refresh(self) -> None:
         if self.live is not None:
