@@ -143,7 +143,8 @@ class TrainConfig:
     # ceil(rows / (micro_batch_size * grad_accum)) optimizer steps; with 0, one step split grad_accum ways.
     eval_every: int = 10
     device: str = "auto"  # auto | cpu | cuda
-    threads: int = 1  # torch threads; 0 leaves torch's default
+    threads: int = 1  # torch threads (split over ranks); 0 leaves torch's default
+    world_size: int = 1  # data-parallel ranks in one trial (one per GPU; gloo processes on CPU)
     fault_step: int = -1  # test hook: raise at this step (-1 = never)
     fault_seed: int = -1  # ... only for this seed (-1 = any)
 
@@ -360,6 +361,26 @@ def validate_trial(cfg) -> None:
     _at_least("train.grad_accum", tr.grad_accum, 1)
     _at_least("train.eval_every", tr.eval_every, 0)
     _at_least("train.threads", tr.threads, 0)
+    _at_least("train.world_size", tr.world_size, 1)
+    if tr.world_size > 1:
+        if tr.prompts_per_step % tr.world_size:
+            _fail(
+                "train.prompts_per_step",
+                tr.prompts_per_step,
+                f"must be divisible by train.world_size={tr.world_size}",
+            )
+        if a.dynamic_sampling.mode != "off":
+            _fail(
+                "algo.dynamic_sampling.mode",
+                a.dynamic_sampling.mode,
+                f"must be off with train.world_size={tr.world_size} (ranks must keep equal batches)",
+            )
+        if r.backend != "hf":
+            _fail(
+                "rollout.backend",
+                r.backend,
+                "data-parallel trials (train.world_size > 1) use rollout=hf for now",
+            )
     if tr.micro_batch_size == 0 and tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
         _fail(
             "train.grad_accum",
@@ -413,11 +434,12 @@ def validate_launch(cfg) -> None:
     _positive("launcher.cpus_per_trial", cfg.launcher.cpus_per_trial)
     if cfg.launcher.gpus_per_trial < 0:
         _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial, "must be >= 0")
-    if cfg.launcher.gpus_per_trial > 1:  # honest limit: no FSDP/DDP engine inside a trial yet
+    g = cfg.launcher.gpus_per_trial
+    if g > 1 and g != int(g):
         _fail(
             "launcher.gpus_per_trial",
-            cfg.launcher.gpus_per_trial,
-            "at most 1 for now (fractions share a GPU); multi-GPU trials (FSDP/DDP inside a trial) are not implemented yet",
+            g,
+            "more than one GPU per trial must be a whole number (one DDP rank per GPU)",
         )
     _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
     _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)

@@ -173,6 +173,8 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
             tcfg.train.threads = max(
                 1, math.ceil(cfg.launcher.cpus_per_trial)
             )  # torch threads = the trial's CPUs
+            if cfg.launcher.gpus_per_trial > 1:  # one data-parallel rank per GPU of the trial's bundle
+                tcfg.train.world_size = int(cfg.launcher.gpus_per_trial)
             tcfg.warmstart.cache_dir = os.path.abspath(tcfg.warmstart.cache_dir)  # Ray workers may change cwd
             trials.append(
                 Trial(

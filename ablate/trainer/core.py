@@ -18,6 +18,13 @@ import torch
 
 from ablate.config import as_object
 from ablate.trainer import advantages as adv_mod
+from ablate.trainer.distributed import (
+    all_gather_cat,
+    all_sum,
+    check_ranks_in_sync,
+    rank_and_size,
+    reduce_record,
+)
 from ablate.trainer.losses import KL_ESTIMATORS, aggregate_loss, clipped_surrogate, masked_mean
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
@@ -88,8 +95,11 @@ class Trainer:
         cfg = as_object(cfg)
         self.cfg, self.seed = cfg, seed
         if cfg.train.threads > 0:
-            torch.set_num_threads(cfg.train.threads)
+            torch.set_num_threads(max(1, cfg.train.threads // cfg.train.world_size))
+        self.rank, self.world = rank_and_size()
         self.device = _device(cfg.train.device)
+        if self.device == "cuda" and self.world > 1:
+            self.device = f"cuda:{self.rank}"
         self.task = load_task(cfg.task)
         self.tok = build_tokenizer(cfg.model, self.task.alphabet)
         self.model = build_model(cfg.model, self.tok.vocab_size, seed, self.device)
@@ -99,6 +109,13 @@ class Trainer:
         if algo.kl.mode != "none":  # no KL: the reference model is not even loaded
             self.ref = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.backend = build_backend(cfg.rollout, self.model, self.tok)
+        self.train_model = self.model  # what the update's forward runs: DDP-wrapped on several ranks
+        if self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.train_model = DistributedDataParallel(
+                self.model, device_ids=[self.rank] if self.device.startswith("cuda") else None
+            )
         o = cfg.optim
         self.opt = torch.optim.AdamW(
             self.model.parameters(),
@@ -107,8 +124,8 @@ class Trainer:
             weight_decay=o.weight_decay,
             fused=True,
         )  # one fused kernel per step, on CPU and GPU
-        gen_device = self.device if self.device != "cpu" else "cpu"
-        self.sample_gen = torch.Generator(device=gen_device).manual_seed(seed * 1_000 + 2)
+        gen_device = self.device
+        self.sample_gen = torch.Generator(device=gen_device).manual_seed(seed * 1_000 + 2 + 7_919 * self.rank)
         self.update_gen = torch.Generator().manual_seed(seed * 1_000 + 3)
         self.train_ids = [self.tok.encode(p.prompt) for p in self.task.train]
         self.eval_ids = [self.tok.encode(p.prompt) for p in self.task.eval]
@@ -162,9 +179,11 @@ class Trainer:
         algo, P, K = self.cfg.algo, self.cfg.train.prompts_per_step, self.cfg.algo.responses_per_prompt
         keep_fn = DYNAMIC_SAMPLING[algo.dynamic_sampling.mode]
         parts, rewards, correct, zero_std, sampled_groups = [], [], [], [], 0
-        need, rounds = P, 0
+        need, rounds = P // self.world, 0
         while need > 0 and rounds <= algo.dynamic_sampling.max_refill_rounds:
             idx = self.sampler.next(need if rounds else P)
+            if self.world > 1:  # every rank draws the same prompts and keeps its slice
+                idx = idx[self.rank :: self.world]
             rb = self._rollout(idx, self.train_ids, K, self.sample_gen)
             r, c = self._score(rb, idx, self.task.train)
             self.sampler.record(idx, c.view(-1, K).amax(1).bool().tolist())
@@ -221,9 +240,13 @@ class Trainer:
         rb, raw_rewards, correct, info = self.collect()
         if not torch.isfinite(raw_rewards).all():
             raise Diverged("non-finite reward")
+        n_local = raw_rewards.numel()
+        lo = self.rank * n_local  # this rank's rows in the all-gathered (global) batch
+        global_raw = all_gather_cat(raw_rewards)
         rewards, self.moments = adv_mod.normalize_rewards(
-            raw_rewards, self.moments, algo.reward_normalize, algo.reward_bias_correct
+            global_raw, self.moments, algo.reward_normalize, algo.reward_bias_correct
         )
+        rewards = rewards[lo : lo + n_local]
 
         rows = raw_rewards.numel()
         multi_pass = algo.update_epochs > 1 or self._opt_steps_per_epoch(rows) > 1 or algo.off_policy_reuse
@@ -237,7 +260,11 @@ class Trainer:
             kl_seq = (k * rb.completion_mask).sum(-1)  # (N,)
             if algo.kl.mode == "in_reward":  # k1-style penalty on the sequence reward, before advantages
                 rewards = rewards - algo.kl.coef * kl_seq
-        advantages = adv_mod.compute_advantages(rewards, K, algo.adv_norm, algo.adv_std, algo.adv_eps)
+        # advantages over the global batch (batch-level modes need every rank's rewards), then our slice
+        advantages = adv_mod.compute_advantages(
+            all_gather_cat(rewards), K, algo.adv_norm, algo.adv_std, algo.adv_eps
+        )
+        advantages = advantages[lo : lo + n_local]
         lmask = build_loss_mask(
             algo.token_mask, rb.completion_mask, rb.completion_ids, rb.truncated, self.format_ids
         )
@@ -266,6 +293,7 @@ class Trainer:
         }
         if kl_seq is not None:
             record["kl"] = float((kl_seq / rb.lengths.clamp(min=1)).mean())
+        record = reduce_record(record)
         record["time/step"] = time.perf_counter() - t0
         for key in ("loss", "grad_norm"):
             if not math.isfinite(record[key]):
@@ -308,11 +336,11 @@ class Trainer:
                 for micros in self._minibatches(b.advantages.shape[0]):
                     self.opt.zero_grad(set_to_none=True)
                     mb = torch.cat(micros)
-                    ns, nt = float(len(mb)), float(b.loss_mask[mb].sum())
+                    ns, nt = all_sum([float(len(mb)), float(b.loss_mask[mb].sum())])  # global normalizers
                     step_loss = 0.0
                     for micro in micros:
                         logp, ent = self._logp(
-                            self.model, b.rollout, micro, with_entropy="grad" if ent_coef else True
+                            self.train_model, b.rollout, micro, with_entropy="grad" if ent_coef else True
                         )
                         old = b.old_logp[micro] if b.old_logp is not None else logp.detach()
                         pg, low, high = clipped_surrogate(logp, old, b.advantages[micro], eps_low, eps_high)
@@ -323,7 +351,7 @@ class Trainer:
                             per_tok = per_tok - ent_coef * ent
                         m = b.loss_mask[micro]
                         loss = aggregate_loss(per_tok, m, algo.loss_agg, max_len, ns, nt)
-                        loss.backward()
+                        (loss * self.world).backward()  # DDP averages gradients over ranks; undo the 1/W
                         step_loss += float(loss.detach())
                         cm = b.rollout.completion_mask[micro]
                         w = len(micro) / ns
@@ -349,15 +377,29 @@ class Trainer:
         r = self.cfg.rollout
         gen = torch.Generator(device=self.sample_gen.device).manual_seed(self.seed * 1_000_003 + step)
         params = SamplingParams(r.eval_temperature, r.top_p, r.max_response_length)
-        prompts = [ids for ids in self.eval_ids for _ in range(r.eval_samples)]
+        idx = list(range(self.rank, len(self.eval_ids), self.world))  # each rank probes its share
+        prompts = [self.eval_ids[i] for i in idx for _ in range(r.eval_samples)]
         rb = self.backend.generate(prompts, params, gen)
-        idx = list(range(len(self.eval_ids)))
-        _, correct = self._score(rb, idx, self.task.eval)
-        return float(correct.mean())
+        _, correct = self._score(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
+        hits, n = all_sum([float(correct.sum()), float(correct.numel())])
+        return hits / n
 
 
 def train(cfg, seed: int, report: Callable[[dict], None] | None = None) -> TrialResult:
-    """Run one trial. Divergence (NaN/inf) ends it as ``diverged`` with its history; other errors propagate."""
+    """Run one trial. Divergence (NaN/inf) ends it as ``diverged`` with its history; other errors propagate.
+
+    With ``train.world_size > 1`` the trial runs data-parallel over that many ranks (ablate.trainer.distributed).
+    """
+    cfg = as_object(cfg)
+    if cfg.train.world_size > 1:
+        from ablate.trainer.distributed import train_data_parallel
+
+        return train_data_parallel(cfg, seed, report)
+    return run_trial_loop(cfg, seed, report)
+
+
+def run_trial_loop(cfg, seed: int, report: Callable[[dict], None] | None = None) -> TrialResult:
+    """The trial loop of one process (one rank of a data-parallel trial)."""
     t_setup = time.perf_counter()
     cfg = as_object(cfg)
     trainer = Trainer(cfg, seed)
@@ -392,4 +434,6 @@ def train(cfg, seed: int, report: Callable[[dict], None] | None = None) -> Trial
             emit({"step": steps, "eval/positive_rate": trainer.evaluate(steps)})
     except Diverged as d:  # pragma: no cover - divergence outside step() (e.g. in evaluation)
         status, note = "diverged", str(d.args[0])
+    if trainer.world > 1:
+        check_ranks_in_sync(trainer.model)
     return TrialResult(status, history, time.perf_counter() - t0, peak, note, t0 - t_setup)

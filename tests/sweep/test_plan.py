@@ -1,0 +1,38 @@
+"""Planning: composition order, hashing, run ids and resources, without running anything."""
+
+from omegaconf import OmegaConf
+
+from ablate.compose import compose
+from ablate.sweep.plan import build_plan
+
+
+def _plan(*extra):
+    ov = ["sweep=technique_matrix", "seeds=2", *extra]
+    return build_plan(compose(ov), ov)
+
+
+def test_run_id_is_stable_and_fresh_makes_a_new_one():
+    assert _plan().run_id == _plan().run_id
+    assert _plan("train.steps=10").run_id != _plan().run_id  # a different trial config is a different run
+    assert _plan("seeds=5").run_id == _plan().run_id  # more seeds extend the same run
+    assert _plan("fresh=true").run_id.startswith(_plan().run_id + "-")
+
+
+def test_cli_overrides_reach_every_trial_but_variants_win():
+    p = _plan("train.steps=7", "k=16")
+    cfgs = {t.variant: OmegaConf.create(t.config_yaml) for t in p.trials}
+    assert all(c.train.steps == 7 for c in cfgs.values())
+    assert cfgs["baseline"].algo.responses_per_prompt == 16  # the CLI beats the baseline's k=8
+    assert cfgs["k_4"].algo.responses_per_prompt == 4  # the variant's own toggle stays
+
+
+def test_same_seed_same_hash_only_for_same_config():
+    p = _plan()
+    hashes = {(t.variant, t.seed): t.config_hash for t in p.trials}
+    assert len(set(hashes.values())) == len(hashes)
+
+
+def test_resources_map_onto_trial_settings():
+    p = _plan("launcher.cpus_per_trial=2", "launcher.gpus_per_trial=4")
+    c = OmegaConf.create(p.trials[0].config_yaml)
+    assert c.train.threads == 2 and c.train.world_size == 4  # one data-parallel rank per GPU of the bundle
