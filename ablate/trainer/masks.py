@@ -24,7 +24,11 @@ def mask_none(
 def mask_format(
     completion_mask: torch.Tensor, completion_ids: torch.Tensor, truncated: torch.Tensor, format_ids
 ):
-    """Drop the fixed format tokens (e.g. '<' and '>' around the answer): only answer-relevant tokens learn."""
+    """Drop the fixed format tokens (e.g. '<' and '>' around the answer): only answer-relevant tokens learn.
+
+    Masks by token id. Exact for the embedded task, whose format characters are reserved; with a real
+    tokenizer the ids of the format strings (e.g. those of '\\boxed{' and '}') are masked wherever they occur.
+    """
     if not format_ids:
         return completion_mask.clone()
     is_format = torch.isin(completion_ids, torch.as_tensor(list(format_ids), device=completion_ids.device))
