@@ -196,14 +196,12 @@ class SweepConfig:
     name: str = ""
     description: str = ""
     baseline: str = "baseline"  # name of the reference variant
-    baseline_overrides: list[str] = field(
-        default_factory=list
-    )  # what the baseline is, on top of conf/config.yaml
+    # what the baseline is, on top of conf/config.yaml
+    baseline_overrides: list[str] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)  # applied to every trial (e.g. budget)
     variants: dict[str, list[str]] = field(default_factory=dict)  # one-factor-at-a-time: name -> overrides
-    axes: dict[str, dict[str, list[str]]] = field(
-        default_factory=dict
-    )  # factorial: axis -> level -> overrides
+    # factorial: axis -> level -> overrides
+    axes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     # (with axes, `variants` adds named extra comparisons against the baseline cell; ANOVA uses the grid only)
     metric: str = "eval/positive_rate"
     higher_is_better: bool = True

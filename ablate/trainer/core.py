@@ -65,10 +65,8 @@ def rss_mb() -> float:
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * resource.getpagesize() / 2**20
-    except OSError:
-        return (
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-        )  # no /proc: lifetime peak (KiB on Linux)
+    except OSError:  # no /proc: fall back to the lifetime peak (KiB on Linux)
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _device(name: str) -> str:
@@ -117,13 +115,14 @@ class Trainer:
                 self.model, device_ids=[self.rank] if self.device.startswith("cuda") else None
             )
         o = cfg.optim
+        # fused: one kernel per optimizer step, on CPU and GPU
         self.opt = torch.optim.AdamW(
             self.model.parameters(),
             lr=o.lr,
             betas=(o.beta1, o.beta2),
             weight_decay=o.weight_decay,
             fused=True,
-        )  # one fused kernel per step, on CPU and GPU
+        )
         gen_device = self.device
         self.sample_gen = torch.Generator(device=gen_device).manual_seed(seed * 1_000 + 2 + 7_919 * self.rank)
         self.update_gen = torch.Generator().manual_seed(seed * 1_000 + 3)

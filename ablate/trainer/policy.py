@@ -18,9 +18,8 @@ def sequence_logprobs(
     (as verl does, so the ratio compares the same distributions the sampler drew from, before top-p)."""
     T = completion_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], dim=1)  # (N, P+T)
-    keep = (
-        {"logits_to_keep": T + 1} if _supports_logits_to_keep(model) else {}
-    )  # no lm_head on prompt positions
+    # no lm_head on prompt positions
+    keep = {"logits_to_keep": T + 1} if _supports_logits_to_keep(model) else {}
     if bool(prompt_mask.all()):
         # No left padding: plain causal attention is exact for every completion token (pads after EOS are only
         # ever seen by later, masked-out positions), and skips building a 4-D mask.

@@ -30,9 +30,8 @@ class RolloutBatch:
     prompt_mask: torch.Tensor  # (N, P) long, 1 = real token
     completion_ids: torch.Tensor  # (N, T) long, pad after EOS
     completion_mask: torch.Tensor  # (N, T) float, 1 up to and including EOS
-    sample_logprobs: (
-        torch.Tensor
-    )  # (N, T) float, log-prob of each sampled token under the sampling distribution
+    # (N, T) float, log-prob of each sampled token under the sampling distribution
+    sample_logprobs: torch.Tensor
     truncated: torch.Tensor  # (N,) bool, no EOS within max_new_tokens
 
     @property

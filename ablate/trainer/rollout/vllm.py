@@ -41,9 +41,8 @@ def _engine_model(llm):
 class VLLMRollout:
     def __init__(self, rollout_cfg, model, tokenizer):
         vllm = require_vllm()
-        os.environ.setdefault(
-            "VLLM_ENABLE_V1_MULTIPROCESSING", "0"
-        )  # engine in this process: weights load directly
+        # engine in this process, so weights load into it directly
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         self.cfg, self.tok = rollout_cfg, tokenizer
         name = model.config._name_or_path or model.name_or_path
         if not name:

@@ -22,9 +22,8 @@ class TaskData:
     eval: list[Problem]
     format_open: str = "<"  # answer is wrapped as <open>answer<close>: a token mask can drop these
     format_close: str = ">"
-    sft_targets: list[str] = field(
-        default_factory=list
-    )  # warm-start targets aligned with train (may be noisy)
+    # warm-start targets aligned with train (may be noisy)
+    sft_targets: list[str] = field(default_factory=list)
     alphabet: str = ""  # characters of the embedded task, for the char tokenizer
 
 
