@@ -439,6 +439,21 @@ def validate_launch(cfg) -> None:
             g,
             "more than one GPU per trial must be a whole number (one DDP rank per GPU)",
         )
+    if cfg.rollout.backend == "vllm" and not cfg.ray.address:  # local run: check here, not inside a worker
+        import importlib.util
+
+        import torch
+
+        if not torch.cuda.is_available():
+            _fail(
+                "rollout.backend", "vllm", "needs a CUDA GPU and none is visible here; use rollout=hf on CPU"
+            )
+        if importlib.util.find_spec("vllm") is None:
+            _fail(
+                "rollout.backend",
+                "vllm",
+                "needs vLLM installed: pip install -e '.[vllm]' (or use rollout=hf)",
+            )
     _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
     _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)
     _at_least("seed", cfg.seed, 0)

@@ -14,7 +14,20 @@ GROUPS = sorted(
 def test_every_group_option_composes_and_validates(group, option):
     cfg = compose([f"{group}={option}"])
     validate_trial(cfg)
-    validate_launch(cfg)
+    if (group, option) == ("rollout", "vllm") and not _has_gpu():
+        with pytest.raises(ConfigError, match="rollout.backend='vllm': needs a CUDA GPU"):
+            validate_launch(cfg)  # refused up front on a machine without a GPU
+        validate_launch(
+            compose([f"{group}={option}", "ray.address=auto"])
+        )  # a cluster's workers may have one
+    else:
+        validate_launch(cfg)
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def test_group_option_sets_its_keys():

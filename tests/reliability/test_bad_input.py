@@ -54,6 +54,10 @@ BAD = [
     (["sweep=paper1_hparam_scan", "sweep.baseline='lr=nope'"], "a factorial baseline must name a grid cell"),
     (["mode=report", "report_path=/nonexistent"], "report_path='/nonexistent': not a run directory"),
     (["not-an-override"], "not an override"),
+    (
+        ["mode=train", "rollout=vllm", "model=hf", "model.name=/nonexistent"],
+        "rollout.backend='vllm': needs a CUDA GPU",
+    ),
     (["sweep=technique_matrix", "+sweep.variants.x=[kl=k3_loss]"], "quote list items that contain '='"),
 ]
 
