@@ -153,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     except SweepLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt:
+        print(
+            "interrupted: finished trials are kept in the store; rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
 
 
 if __name__ == "__main__":

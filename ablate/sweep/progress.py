@@ -32,12 +32,17 @@ class SweepProgress:
             f"[bold]{plan.sweep}[/] run {plan.run_id}: {len(pending)} to run, {self.skipped} already finished"
         )
         if self.live_mode and pending:
-            self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
+            self.live = Live(
+                get_renderable=self._table,  # rebuilt at every refresh: elapsed/ETA keep moving
+                console=self.console,
+                refresh_per_second=4,
+                transient=False,
+            )
             self.live.start()
 
     def end(self) -> None:
         if self.live is not None:
-            self.live.update(self._table())
+            self.live.refresh()
             self.live.stop()
             self.live = None
 
@@ -50,10 +55,10 @@ class SweepProgress:
     def _eta(self) -> str:
         finished = self.done + self.failed
         todo = self.total - self.skipped
-        if finished == 0 or todo == 0:
+        partial = sum(s / max(self.steps_per_trial.get(k, 1), 1) for k, s in self.running.items())
+        if todo == 0 or finished + partial < 0.05:  # too little progress to extrapolate
             return "?"
         elapsed = time.time() - self.t0
-        partial = sum(s / max(self.steps_per_trial.get(k, 1), 1) for k, s in self.running.items())
         frac = (finished + partial) / todo
         return f"{elapsed / frac - elapsed:.0f}s" if frac > 0 else "?"
 
@@ -72,7 +77,7 @@ class SweepProgress:
 
     def _refresh(self) -> None:
         if self.live is not None:
-            self.live.update(self._table())
+            self.live.refresh()
 
     def _line(self, text: str) -> None:
         if self.live is None:

@@ -32,6 +32,9 @@ def _ray_env() -> None:
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ.setdefault("TUNE_RESULT_BUFFER_LENGTH", "1")
+    # Ctrl-C raises KeyboardInterrupt in the driver (Tune's own handler would return as if the sweep ended):
+    # finished trials stay finished, interrupted ones simply rerun next time.
+    os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
 
 
 def start_ray(cfg) -> bool:
@@ -197,12 +200,17 @@ def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
     counts = {"total": len(plan.trials), "skipped": len(plan.trials) - len(pending), "ran": len(pending)}
     if progress is not None:
         progress.begin(plan, pending)
-    if pending:
-        _run_on_ray(pending, cfg, run, progress)
+    try:
+        if pending:
+            _run_on_ray(pending, cfg, run, progress)
+    finally:
+        if progress is not None:
+            progress.end()
     failed = 0
     for t in pending:
         p = store.trial_paths(run, t.variant, t.seed)
         if not store.is_finished(p, t.config_hash):
+            p.dir.mkdir(parents=True, exist_ok=True)  # a trial Tune never started has no folder yet
             st = store.read_status(p) or {}
             store.write_status(
                 p,
@@ -214,8 +222,6 @@ def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
             )
             failed += 1
     counts["failed"] = failed
-    if progress is not None:
-        progress.end()
     return counts
 
 

@@ -93,3 +93,27 @@ def test_concurrent_sweeps_on_one_run_directory(tmp_path):
     assert set(statuses(run).values()) == {"done"} and len(statuses(run)) == 4
     for _v, _s, p in store.iter_trials(run):
         assert store.is_finished(p, json.loads(p.status.read_text())["config_hash"])
+
+
+def test_ctrl_c_keeps_finished_trials_and_exits_130(tmp_path):
+    import os
+    import signal
+
+    sp = write_sweep(tmp_path / "sweeps", "intr", {"entropy_off": ["entropy=off"], "k_4": ["k=4"]})
+    args = [sp, "sweep=intr", "seeds=3", "launcher.max_concurrent=1", "train.steps=30"]
+    proc = start_cli(args, cwd=tmp_path)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        runs = list((tmp_path / "runs" / "intr").glob("*")) if (tmp_path / "runs" / "intr").exists() else []
+        if runs and "done" in statuses(runs[0]).values():
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's process group
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, out
+    assert "interrupted: finished trials are kept" in out
+    run = the_run(tmp_path, "intr")
+    finished = {k for k, s in statuses(run).items() if s == "done"}
+    assert finished and "failed" not in statuses(run).values()  # interrupted is not failed: it reruns
+    again = cli(args, cwd=tmp_path)
+    assert again.returncode == 0 and f"{len(finished)} skipped" in again.stdout
