@@ -72,7 +72,7 @@ def learning_curves(
     return path
 
 
-def forest(table: pd.DataFrame, metric: str, out: Path) -> Path:
+def forest(table: pd.DataFrame, metric: str, out: Path, alpha: float = 0.05) -> Path:
     """Delta vs baseline with its 95% CI per variant; filled = significant after correction."""
     t = table[table.verdict != "baseline"].copy()
     if "delta" not in t:
@@ -82,13 +82,13 @@ def forest(table: pd.DataFrame, metric: str, out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * max(len(t), 1) + 1.2))
     y = np.arange(len(t))[::-1]
     for yi, (_, r) in zip(y, t.iterrows(), strict=True):
-        sig = bool(r.get("p_adj", 1.0) < 0.05) if pd.notna(r.get("p_adj")) else False
+        sig = bool(r.get("p_adj", 1.0) < alpha) if pd.notna(r.get("p_adj")) else False
         if pd.notna(r.ci_low):
             ax.plot([r.ci_low, r.ci_high], [yi, yi], color="tab:blue", lw=2)
         ax.plot([r.delta], [yi], "o", color="tab:blue", mfc="tab:blue" if sig else "white", ms=7)
     ax.axvline(0, color="0.4", lw=1, ls="--")
     ax.set_yticks(y, t.variant.tolist(), fontsize=8)
-    ax.set_xlabel(f"Δ {metric} vs baseline (95% CI; filled = significant after correction)", fontsize=8)
+    ax.set_xlabel(f"Δ {metric} vs baseline (95% CI; filled = p_adj < {alpha})", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path = out / "forest.png"

@@ -178,7 +178,7 @@ def write_report(run: Path, reports_dir: str | Path = "reports") -> Path:
     r["summaries"].to_csv(out / "trials.csv", index=False)
     figs = [
         plots.learning_curves(r["metrics"], spec["metric"], plan["baseline"], list(plan["variants"]), out),
-        plots.forest(table, spec["metric"], out),
+        plots.forest(table, spec["metric"], out, stats.alpha),
         plots.seed_dots(r["summaries"], list(plan["variants"]), out),
     ]
     man = manifest(plan, r["trials"])
