@@ -10,6 +10,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # Re-install when the project's dependency list changes.
 STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cksum pyproject.toml | cut -d' ' -f1)
+BENCH_STAMP := $(VENV)/.installed-bench-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 .PHONY: install dev run test test-fast bench lint format clean
 
@@ -28,6 +29,10 @@ $(DEV_STAMP): $(STAMP)
 	$(PIP) install -q -e '.[dev]'
 	@touch $@
 
+$(BENCH_STAMP): $(DEV_STAMP)
+	$(PIP) install -q -e '.[dev,bench]'
+	@touch $@
+
 install: $(STAMP)
 dev: $(DEV_STAMP)
 
@@ -40,7 +45,7 @@ test: dev  ## the whole suite (CI runs this)
 test-fast: dev  ## unit tests only
 	$(PY) -m pytest -q -m "not slow"
 
-bench: dev  ## benchmarks: prints a table, writes bench/results/*.json
+bench: $(BENCH_STAMP)  ## benchmarks (TRL included): prints a table, writes bench/results/*.json
 	$(PY) -m bench
 
 lint: dev
