@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING  # noqa: F401  (re-exported for schemas)
 
 
 class ConfigError(ValueError):

@@ -78,8 +78,10 @@ def the_run(cwd: Path, sweep: str) -> Path:
     return runs[0]
 
 
+def without_time(history: list[dict]) -> list[dict]:
+    """Metrics records minus wall-clock timings, the only fields that differ between identical runs."""
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in history]
+
+
 def metrics_without_time(path: Path) -> list[dict]:
-    return [
-        {k: v for k, v in json.loads(line).items() if not k.startswith("time/")}
-        for line in path.read_text().splitlines()
-    ]
+    return without_time([json.loads(line) for line in path.read_text().splitlines()])

@@ -56,10 +56,14 @@ def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return torch.exp(d) - d - 1
 
 
+def entropy_from_logprobs(logp: torch.Tensor) -> torch.Tensor:
+    """(..., V) log-probabilities -> (...) entropy; reuses a log-softmax the caller already has."""
+    return -(logp.exp() * logp).sum(-1)
+
+
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     """(..., V) logits -> (...) entropy of softmax, computed stably from log_softmax."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return -(logp.exp() * logp).sum(-1)
+    return entropy_from_logprobs(torch.log_softmax(logits.float(), dim=-1))
 
 
 @LOSS_AGG.register("token-mean")

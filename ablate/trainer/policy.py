@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ablate.trainer.losses import entropy_from_logprobs
+
 
 def sequence_logprobs(
     model,
@@ -37,14 +39,14 @@ def sequence_logprobs(
     logp = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # (N, T)
     ent = None
     if with_entropy:  # (N, T), reuses the log-softmax
-        ent = -(logp_all.exp() * logp_all).sum(-1) if with_entropy == "grad" else _entropy_nograd(logp_all)
+        ent = entropy_from_logprobs(logp_all) if with_entropy == "grad" else _entropy_nograd(logp_all)
     return logp, ent
 
 
 @torch.no_grad()
 def _entropy_nograd(logp_all: torch.Tensor) -> torch.Tensor:
     """Entropy as a metric only (no entropy bonus): no autograd graph for it."""
-    return -(logp_all.exp() * logp_all).sum(-1)
+    return entropy_from_logprobs(logp_all)
 
 
 _KEEP: dict[type, bool] = {}

@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from ablate.trainer.core import train
-from tests.helpers import cli, metrics_without_time, the_run, write_sweep
+from tests.helpers import cli, metrics_without_time, the_run, without_time, write_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,5 @@ def test_trial_in_ray_equals_standalone(tmp_path):
     for variant in ("baseline", "kl_k3"):
         trial = the_run(tmp_path, "det") / variant / "seed=1"
         cfg = OmegaConf.create((trial / "config.yaml").read_text())  # exactly what the worker ran
-        standalone = [
-            {k: v for k, v in r.items() if not k.startswith("time/")} for r in train(cfg, 1).history
-        ]
+        standalone = without_time(train(cfg, 1).history)
         assert metrics_without_time(trial / "metrics.jsonl") == json.loads(json.dumps(standalone))

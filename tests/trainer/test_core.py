@@ -8,10 +8,11 @@ import torch
 from ablate.config import validate_trial
 from ablate.trainer.core import Trainer, train
 from tests.conftest import FAST
+from tests.helpers import without_time
 
 
 def _strip(history):
-    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in history]
+    return without_time(history)
 
 
 def test_same_config_and_seed_is_bit_identical(compose_cfg):

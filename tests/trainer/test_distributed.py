@@ -12,6 +12,7 @@ from ablate.trainer.core import train
 from ablate.trainer.distributed import _free_port, all_sum
 from ablate.trainer.losses import aggregate_loss
 from tests.conftest import FAST
+from tests.helpers import without_time
 
 MODES = ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
 
@@ -63,8 +64,7 @@ def test_two_rank_trial_trains_and_is_repeatable(compose_cfg):
     cfg = compose_cfg(FAST + ["train.world_size=2", "train.threads=2", "adv_norm=batch"])
     a, b = train(cfg, 0), train(cfg, 0)
     assert a.status == b.status == "done"  # 'done' includes the check that both ranks hold the same weights
-    strip = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in a.history]
-    assert strip == [{k: v for k, v in r.items() if not k.startswith("time/")} for r in b.history]
+    assert without_time(a.history) == without_time(b.history)
     first = a.history[0]
     assert first["tokens/generated"] > 0 and "eval/positive_rate" in first
 
