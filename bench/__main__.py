@@ -120,6 +120,12 @@ def main() -> None:
         print(
             f"  ablate vs bare loop {r['ratio_ablate_vs_bare']:.2f}x; model.generate vs ablate {r['ratio_generate_vs_ablate']:.2f}x"
         )
+        results["prefix_sharing"] = ps = rollout.prefix_sharing(model)
+        print("== shared prefill (8 prompts x K=8, 16 new tokens): ms, one prefill per prompt vs per row")
+        for plen, v in ps.items():
+            print(
+                f"  prompt {plen:>4} tokens  {v['shared']:7.1f} vs {v['per_row']:7.1f}  = {v['speedup']:.2f}x"
+            )
     if "sweep" in args.only:
         from bench import sweep_overhead
 
@@ -127,6 +133,7 @@ def main() -> None:
         print(
             f"\n== sweep overhead ({s['trials']} trials, {s['slots']} slots): wall {s['wall_s']:.1f} s vs ideal {s['ideal_s']:.1f} s "
             f"= {s['ratio_wall_vs_ideal']:.2f}x; first trial running after {s['first_trial_running_s']:.1f} s; "
+            f"report written and Ray stopped at {s['command_end_s']:.1f} s ({s['ratio_command_vs_ideal']:.2f}x); "
             f"peak RSS one trial {s['peak_trial_rss_mb']:.0f} MB, whole sweep {s['peak_sweep_rss_mb']:.0f} MB"
         )
     if "report" in args.only:

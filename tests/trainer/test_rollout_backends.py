@@ -45,6 +45,31 @@ def test_hf_backend_contract(compose_cfg):
     assert torch.allclose(logp[m], rb1.sample_logprobs[m], atol=1e-4)
 
 
+def test_shared_prefill_equals_one_prefill_per_row(compose_cfg):
+    """K copies of a prompt are prefilled once and their cache rows copied: same cache, same logits."""
+    from ablate.trainer.rollout import left_pad
+    from ablate.trainer.rollout.hf import _prefill
+
+    t = Trainer(compose_cfg(FAST), 0)
+    prompts = [p for p in t.train_ids[:3] for _ in range(4)]  # 3 prompts x K=4, as the trainer batches them
+    ids, mask = left_pad(prompts, t.tok.pad_token_id)
+    assert not mask.all()  # unequal lengths: the left-padded path with masks and positions
+    pos = mask.cumsum(-1) - 1
+    rows = []
+    hook = t.model.register_forward_pre_hook(
+        lambda m, a, kw: rows.append(kw["input_ids"].shape[0]), with_kwargs=True
+    )
+    with torch.inference_mode():
+        shared_past, shared_logits = _prefill(t.model.eval(), ids, mask, pos, padded=True)
+        hook.remove()
+        out = t.model(input_ids=ids, attention_mask=mask, position_ids=pos.clamp(min=0), use_cache=True)
+    assert rows == [3]  # one forward over the 3 distinct prompts, not 12 rows
+    assert torch.allclose(shared_logits, out.logits[:, -1], atol=1e-5)
+    for a, b in zip(shared_past.layers, out.past_key_values.layers, strict=True):
+        assert a.keys.shape == b.keys.shape and torch.allclose(a.keys, b.keys, atol=1e-5)
+        assert torch.allclose(a.values, b.values, atol=1e-5)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(
     not (HAS_GPU and HAS_VLLM),

@@ -44,19 +44,42 @@ def sample(
     return RolloutBatch(*(getattr(rb, f).clone() for f in rb.__dataclass_fields__))
 
 
+def _prefill(model, prompt_ids, prompt_mask, position, padded: bool):
+    """Prompt forward -> (KV cache, last logits) for every row, computing each distinct prompt once.
+
+    GRPO samples K responses per prompt, so the batch holds each prompt K times: prefilling the distinct rows
+    and copying their cache rows cuts the prefill K-fold (what vLLM's prefix caching does for long prompts).
+    """
+
+    def forward(ids, mask, pos):
+        out = model(
+            input_ids=ids,
+            attention_mask=mask if padded else None,
+            position_ids=pos.clamp(min=0) if padded else None,
+            use_cache=True,
+            **_keep_last(model),
+        )
+        return out.past_key_values, out.logits[:, -1]
+
+    P = prompt_ids.shape[1]
+    rows, inverse = torch.unique(
+        torch.cat([prompt_ids, prompt_mask.long()], dim=1), dim=0, return_inverse=True
+    )
+    if len(rows) < len(prompt_ids):
+        ids, mask = rows[:, :P], rows[:, P:].to(prompt_mask.dtype)
+        past, logits = forward(ids, mask, mask.long().cumsum(-1) - 1)
+        if hasattr(past, "batch_select_indices"):  # transformers' Cache API; else prefill every row
+            past.batch_select_indices(inverse)
+            return past, logits[inverse]
+    return forward(prompt_ids, prompt_mask, position)
+
+
 def _sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int, pad_id: int, generator):
     N = prompt_ids.shape[0]
     device = prompt_ids.device
     padded = not bool(prompt_mask.all())  # without left padding the model's own causal path needs no mask
     position = prompt_mask.cumsum(-1) - 1  # (N, P): left padding keeps real tokens at 0..len-1
-    out = model(
-        input_ids=prompt_ids,
-        attention_mask=prompt_mask if padded else None,
-        position_ids=position.clamp(min=0) if padded else None,
-        use_cache=True,
-        **_keep_last(model),
-    )
-    past, logits = out.past_key_values, out.logits[:, -1]
+    past, logits = _prefill(model, prompt_ids, prompt_mask, position, padded)
     cache_kw = _cache_kwarg(model)
     attn = prompt_mask
     next_pos = position[:, -1:] + 1
