@@ -86,7 +86,7 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     from ablate.store import run_dir
     from ablate.sweep.plan import build_plan, describe
     from ablate.sweep.progress import SweepProgress
-    from ablate.sweep.runner import execute
+    from ablate.sweep.runner import execute, wait_for_ray_stopped
 
     plan = build_plan(cfg, overrides)
     if cfg.dry_run:
@@ -95,7 +95,8 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     t0 = time.time()
     counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
     run = run_dir(cfg.runs_dir, plan.sweep, plan.run_id)
-    out = write_report(run, cfg.reports_dir)
+    out = write_report(run, cfg.reports_dir)  # while Ray's processes exit in the background
+    wait_for_ray_stopped()
     print(
         f"sweep {plan.sweep} run {plan.run_id}: {counts['ran']} ran, {counts['skipped']} skipped (finished before), "
         f"{counts['failed']} failed, in {time.time() - t0:.1f} s"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ablate.compose import compose, conf_dir, group_options
+from ablate.compose import Composer, compose, conf_dir, group_options, merge_overrides
 from ablate.config import ConfigError, parse_seeds, validate_launch, validate_trial
 
 GROUPS = sorted(
@@ -50,9 +50,35 @@ def test_group_option_sets_its_keys():
     ],
 )
 def test_compose_errors_are_one_line(overrides, needle):
-    with pytest.raises(ConfigError) as e:
-        compose(overrides)
-    assert needle in str(e.value) and "\n" not in str(e.value)
+    for composer in (compose, Composer().compose):  # the planner's fast path fails the same way
+        with pytest.raises(ConfigError) as e:
+            composer(overrides)
+        assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("sweep", group_options("sweep"))
+def test_planner_composer_equals_full_compose_for_every_shipped_variant(sweep):
+    from omegaconf import OmegaConf
+
+    from ablate.sweep.plan import _variants
+
+    spec = compose([f"sweep={sweep}"]).sweep
+    variants, _ = _variants(spec)
+    composer = Composer()
+    for name, ovs in variants.items():
+        for cli in ([], ["train.steps=7", "optim.lr=1e-4", "k=4"]):  # with and without a user's overrides
+            ov = merge_overrides(list(spec.overrides), list(spec.baseline_overrides), cli, ovs)
+            assert OmegaConf.to_yaml(composer.compose(ov)) == OmegaConf.to_yaml(compose(ov)), (name, cli)
+
+
+def test_composer_reuses_one_hydra_compose_per_group_choice():
+    composer = Composer()
+    a = composer.compose(["k=16", "algo.entropy.coef=0.01"])
+    b = composer.compose(["optim.lr=1e-4", "k=16"])
+    assert len(composer._bases) == 1
+    assert (a.algo.entropy.coef, a.optim.lr) == (0.01, compose([]).optim.lr)  # the cached base is not mutated
+    assert (b.algo.entropy.coef, b.optim.lr) == (compose([]).algo.entropy.coef, 1e-4)
+    assert a.algo.responses_per_prompt == b.algo.responses_per_prompt == 16
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
 
-from ablate.compose import compose, merge_overrides, override_key
+from ablate.compose import Composer, merge_overrides, override_key
 from ablate.config import ConfigError, parse_seeds, validate_trial
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
@@ -152,6 +152,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     trial_cli = [ov for ov in cli_overrides if not is_launch_override(ov)]
     trials: list[Trial] = []
     variant_hashes = []
+    composer = Composer()
     for name, ovs in variants.items():
         for ov in ovs:
             if is_launch_override(ov):
@@ -160,7 +161,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
                 )
         overrides = merge_overrides(list(spec.overrides), list(spec.baseline_overrides), trial_cli, ovs)
         try:
-            base = compose(overrides)
+            base = composer.compose(overrides)
             validate_trial(base)
         except ConfigError as e:
             raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None

@@ -7,9 +7,11 @@ happen; Ray's own experiment directory is a temporary folder, never the record.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
+import threading
 import time
 import traceback
 import uuid
@@ -37,18 +39,50 @@ def _ray_env() -> None:
     os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
 
 
+_ray_stopping: threading.Thread | None = None
+
+
+def wait_for_ray_stopped() -> None:
+    """Join the background ``ray.shutdown`` of the last sweep, if one is still running."""
+    global _ray_stopping
+    if _ray_stopping is not None:
+        _ray_stopping.join()
+        _ray_stopping = None
+
+
+def _stop_ray_in_background() -> None:
+    """ray.shutdown spends ~1.2 s waiting for Ray's processes to exit: let the caller write the report meanwhile.
+
+    A non-daemon thread, so the interpreter still waits for it before exiting; the next start_ray joins it.
+    """
+    global _ray_stopping
+    import ray
+
+    _ray_stopping = threading.Thread(target=ray.shutdown, name="ray-shutdown")
+    _ray_stopping.start()
+
+
 def start_ray(cfg) -> bool:
     """Embedded local Ray sized to the machine, or join ``ray.address``. Returns True if we started it."""
     _ray_env()
+    wait_for_ray_stopped()
     import ray
 
     if ray.is_initialized():
         return False
+    # Tune's import (~0.7 s) runs while ray.init waits for its processes to come up.
+    importer = threading.Thread(target=importlib.import_module, args=("ray.tune",), name="import-tune")
+    importer.start()
     kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR", configure_logging=True)
-    if cfg.ray.address:
-        ray.init(address=cfg.ray.address, **kwargs)
-    else:
-        ray.init(num_cpus=cfg.launcher.num_cpus or os.cpu_count(), num_gpus=cfg.launcher.num_gpus, **kwargs)
+    try:
+        if cfg.ray.address:
+            ray.init(address=cfg.ray.address, **kwargs)
+        else:
+            ray.init(
+                num_cpus=cfg.launcher.num_cpus or os.cpu_count(), num_gpus=cfg.launcher.num_gpus, **kwargs
+            )
+    finally:
+        importer.join()
     return True
 
 
@@ -275,6 +309,4 @@ def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if started:
-            import ray
-
-            ray.shutdown()
+            _stop_ray_in_background()
