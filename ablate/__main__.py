@@ -25,9 +25,9 @@ options: seeds=N | seeds=[3,7]   run_id=NAME   fresh=true   logger=wandb   launc
 
 
 def _help() -> str:
-    from ablate.compose import conf_dir, group_options
+    from ablate.compose import group_names, group_options
 
-    groups = sorted(p.name for p in conf_dir().iterdir() if p.is_dir())
+    groups = group_names()
     lines = [USAGE, "config groups (group=option):"]
     lines += [f"  {g:<18} {', '.join(group_options(g))}" for g in groups]
     return "\n".join(lines)

@@ -26,6 +26,11 @@ def conf_dir() -> Path:
     return path
 
 
+def group_names() -> list[str]:
+    """The config groups: the folders of conf/."""
+    return sorted(p.name for p in conf_dir().iterdir() if p.is_dir())
+
+
 def group_options(group: str) -> list[str]:
     d = conf_dir() / group
     return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
@@ -55,7 +60,7 @@ def _one_line(exc: Exception, overrides: list[str]) -> str:
         return f"{group}={value!r}: unknown option; allowed: {', '.join(group_options(group)) or '(none)'}"
     m = re.search(r"Could not override '([^']+)'", msg)
     if m and "No match in the defaults list" in msg:
-        return f"{m.group(1)}: no such config group; groups: {', '.join(sorted(p.name for p in conf_dir().iterdir() if p.is_dir()))}"
+        return f"{m.group(1)}: no such config group; groups: {', '.join(group_names())}"
     m = re.search(r"Key '([^']+)' not in '([^']+)'", msg)
     if m:
         full = re.search(r"full_key: (\S+)", msg)
@@ -78,7 +83,7 @@ def _one_line(exc: Exception, overrides: list[str]) -> str:
 
 def _quote_numeric_groups(overrides: list[str]) -> list[str]:
     """Hydra reads `k=16` as an int, but group options are names: quote numeric options (`k='16'`)."""
-    groups = {p.name for p in conf_dir().iterdir() if p.is_dir()}
+    groups = set(group_names())
     out = []
     for ov in overrides:
         key, sep, value = ov.partition("=")
@@ -131,25 +136,28 @@ class Composer:
     """
 
     def __init__(self) -> None:
-        self._groups = {p.name for p in conf_dir().iterdir() if p.is_dir()}
+        self._groups = set(group_names())
         self._bases: dict[tuple[str, ...], DictConfig] = {}
-
-    def compose(self, overrides: list[str]) -> DictConfig:
-        overrides = _quote_numeric_groups(list(overrides))
         try:
             from hydra._internal.config_loader_impl import ConfigLoaderImpl
             from hydra.core.override_parser.overrides_parser import OverridesParser
 
-            apply = ConfigLoaderImpl._apply_overrides_to_config
+            self._apply = ConfigLoaderImpl._apply_overrides_to_config
+            self._parser = OverridesParser.create()
         except (ImportError, AttributeError):  # another Hydra: the plain path is always right
+            self._apply = None
+
+    def compose(self, overrides: list[str]) -> DictConfig:
+        if self._apply is None:
             return compose(overrides)
+        overrides = _quote_numeric_groups(list(overrides))
         groups = tuple(ov for ov in overrides if override_key(ov).split("@")[0] in self._groups)
         values = [ov for ov in overrides if ov not in groups]
         if groups not in self._bases:
             self._bases[groups] = _hydra_compose(list(groups))
         cfg = self._bases[groups].copy()
         try:
-            apply(OverridesParser.create().parse_overrides(values), cfg)
+            self._apply(self._parser.parse_overrides(values), cfg)
         except Exception as exc:
             raise ConfigError(_one_line(exc, overrides)) from None
         return _resolved(cfg, overrides)
