@@ -131,11 +131,33 @@ def main() -> None:
 
         results["sweep"] = s = sweep_overhead.run()
         print(
-            f"\n== sweep overhead ({s['trials']} trials, {s['slots']} slots): wall {s['wall_s']:.1f} s vs ideal {s['ideal_s']:.1f} s "
-            f"= {s['ratio_wall_vs_ideal']:.2f}x; first trial running after {s['first_trial_running_s']:.1f} s; "
-            f"report written and Ray stopped at {s['command_end_s']:.1f} s ({s['ratio_command_vs_ideal']:.2f}x); "
-            f"peak RSS one trial {s['peak_trial_rss_mb']:.0f} MB, whole sweep {s['peak_sweep_rss_mb']:.0f} MB"
+            f"\n== sweep overhead: `python -m ablate` from launch to exit, {s['trials']} trials of "
+            f"{s['steps_per_trial']} steps on {s['slots']} slots (mean trial {s['mean_trial_s']:.1f} s)"
         )
+        print(
+            f"  all trials in the store after {s['wall_s']:.1f} s vs ideal {s['ideal_s']:.1f} s = "
+            f"{s['ratio_wall_vs_ideal']:.2f}x (vs the trials' own work only, {s['ideal_work_s']:.1f} s: "
+            f"{s['ratio_wall_vs_ideal_work']:.2f}x)"
+        )
+        print(
+            f"  command exited at {s['command_end_s']:.1f} s ({s['ratio_command_vs_ideal']:.2f}x); first trial "
+            f"running at {s['first_trial_running_s']:.1f} s, first RL step at {s['first_rl_step_s']:.1f} s; "
+            f"gap between trials in a worker {1000 * s['gap_between_trials_s']:.0f} ms ({s['workers']} workers)"
+        )
+        print("  start-up, first time each event happened (s after launch):")
+        for event, t in s["timeline"].items():
+            print(f"    {t:6.2f}  {event}")
+        print(
+            f"  peak RSS one trial {s['peak_trial_rss_mb']:.0f} MB, whole sweep (driver + Ray) "
+            f"{s['peak_sweep_rss_mb']:.0f} MB"
+        )
+        if not args.quick:
+            results["sweep_default_length"] = d = sweep_overhead.run(steps=60)
+            print(
+                f"  same with default-length trials ({d['steps_per_trial']} steps, mean {d['mean_trial_s']:.1f} s): "
+                f"{d['wall_s']:.1f} s vs ideal {d['ideal_s']:.1f} s = {d['ratio_wall_vs_ideal']:.2f}x "
+                f"(own work only {d['ratio_wall_vs_ideal_work']:.2f}x); exited at {d['command_end_s']:.1f} s"
+            )
     if "report" in args.only:
         from bench import report_speed
 

@@ -30,8 +30,10 @@ def write_sweep(root: Path, name: str, variants: dict[str, list[str]]) -> str:
     return f"hydra.searchpath=[file://{root}]"
 
 
-def cli(args: list[str], cwd: Path, timeout: float = 600, **popen) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def cli(
+    args: list[str], cwd: Path, timeout: float = 600, env: dict | None = None, **popen
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "ablate", *args],
         cwd=cwd,

@@ -8,12 +8,9 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from ablate.stats.choices import CORRECTIONS, PAIRED_TESTS, TESTS
 from ablate.stats.power import mde, seeds_needed
 from ablate.stats.summary import probability_of_improvement
-
-PAIRED_TESTS = ("paired_t", "wilcoxon")
-TESTS = ("paired_t", "wilcoxon", "welch", "mannwhitney", "permutation")
-CORRECTIONS = ("holm", "bh", "none")
 
 
 def _p(value) -> float:

@@ -134,7 +134,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     seeds = parse_seeds(
         OmegaConf.to_object(cfg.seeds) if isinstance(cfg.seeds, DictConfig | list) else cfg.seeds
     )
-    from ablate.stats.tests import CORRECTIONS, TESTS
+    from ablate.stats.choices import CORRECTIONS, TESTS
 
     st = spec.stats
     if st.correction not in CORRECTIONS:

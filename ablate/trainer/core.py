@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ablate.config import as_object
+from ablate.timeline import mark
 from ablate.trainer import advantages as adv_mod
 from ablate.trainer.distributed import (
     all_gather_cat,
@@ -402,6 +403,7 @@ def run_trial_loop(cfg, seed: int, report: Callable[[dict], None] | None = None)
     t_setup = time.perf_counter()
     cfg = as_object(cfg)
     trainer = Trainer(cfg, seed)
+    mark("worker: trial set up")
     t0 = time.perf_counter()
     peak = rss_mb()
     history: list[dict] = []

@@ -1,6 +1,7 @@
 """A tiny sweep (2 variants x 2 seeds) end to end through the real CLI and real Ray."""
 
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.slow
 def swept(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")
     sp = write_sweep(root / "sweeps", "e2e", {"entropy_off": ["entropy=off"]})
-    proc = cli([sp, "sweep=e2e", "seeds=2"], cwd=root)
+    proc = cli([sp, "sweep=e2e", "seeds=2"], cwd=root, env={"ABLATE_TIMELINE": str(root / "timeline.txt")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root, sp, proc
 
@@ -33,6 +34,48 @@ def test_store_and_report_are_written(swept):
     assert f"report: reports/e2e/{run.name}/report.md" in proc.stdout
     t = pd.read_csv(report / "table.csv")
     assert list(t.variant) == ["baseline", "entropy_off"] and t.seeds_ok.tolist() == [2, 2]
+
+
+def test_trials_reuse_worker_processes(swept):
+    """Trial actors are reused: torch/transformers are imported once per worker, not once per trial."""
+    root, _, _ = swept
+    run = the_run(root, "e2e")
+    workers = {json.loads(p.read_text())["pid"] for p in run.glob("*/seed=*/status.json")}
+    slots = os.cpu_count() or 1  # the default launcher: one CPU per trial
+    assert len(workers) <= min(slots, 4)
+    setups = sorted(json.loads(p.read_text())["setup_seconds"] for p in run.glob("*/seed=*/status.json"))
+    if len(workers) < 4:  # a reused worker's trial sets up without any import: far below the first one's
+        assert setups[0] < 0.5 * setups[-1]
+
+
+def test_timeline_marks_driver_and_trial_processes_in_order(swept):
+    from ablate.timeline import read
+
+    root, _, _ = swept
+    marks = read(root / "timeline.txt")
+    first = {}
+    for t, pid, event in marks:
+        first.setdefault(event, (t, pid))
+    order = [
+        "driver: imported",
+        "driver: composed",
+        "driver: planned",
+        "driver: ray.init",
+        "driver: ray up",
+        "driver: tune fit",
+        "worker: trial actor called",
+        "worker: trial started",
+        "worker: trial set up",
+        "driver: trials done",
+        "driver: report written",
+        "driver: ray stopped",
+    ]
+    assert list(first) == order  # every event, first occurrences in the order a sweep goes through them
+    assert [first[e][0] for e in order] == sorted(first[e][0] for e in order)
+    driver = {pid for _, pid, e in marks if e.startswith("driver:")}
+    workers = {pid for _, pid, e in marks if e.startswith("worker:")}
+    assert len(driver) == 1 and not driver & workers
+    assert sum(e == "worker: trial started" for _, _, e in marks) == 4  # once per trial
 
 
 def test_rerun_skips_finished_trials(swept):

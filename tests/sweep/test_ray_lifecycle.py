@@ -1,6 +1,8 @@
 """The embedded Ray's life in one process: execute returns once every trial is in the store while Ray shuts
 down in the background (the CLI writes the report meanwhile); the next sweep waits for that shutdown."""
 
+import os
+
 import pytest
 
 from tests.helpers import statuses, write_sweep
@@ -27,3 +29,24 @@ def test_background_shutdown_then_next_sweep_starts_cleanly(tmp_path):
         assert set(statuses(run).values()) == {"done"}  # the store is complete when execute returns
     wait_for_ray_stopped()
     assert not ray.is_initialized()
+
+
+def test_embedded_trial_actors_have_no_runtime_env():
+    """Tune's per-actor runtime_env would keep Ray from handing trials the workers it prestarted; the embedded
+    runner registers trial actors without one (the workers inherit the driver's environment instead)."""
+    from ray.tune.execution.class_cache import _ActorClassCache
+
+    from ablate.sweep.runner import _plain_trial_actors, _ray_env
+
+    class Trainable:
+        pass
+
+    assert _ActorClassCache().get(Trainable)._default_options.get("runtime_env")  # Tune's own default
+    with _plain_trial_actors():
+        cache = _ActorClassCache()
+        plain = cache.get(Trainable)
+        assert cache.get(Trainable) is plain  # still a cache: one registration per trainable
+    assert not plain._default_options.get("runtime_env")
+    assert _ActorClassCache().get(Trainable)._default_options.get("runtime_env")  # restored afterwards
+    _ray_env()
+    assert os.environ["PL_DISABLE_FORK"] == "1"  # what Tune's runtime_env carried, inherited instead
