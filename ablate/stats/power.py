@@ -7,6 +7,10 @@ import warnings
 
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
+# Imported here, not first inside solve_power: on import this module puts "always" filters for its warnings in
+# front of the filter list, which would override the "ignore" of a catch_warnings block entered before it.
+from statsmodels.tools import sm_exceptions  # noqa: F401
+
 
 def power_of(effect_size: float, n: int, alpha: float = 0.05, paired: bool = True) -> float:
     """Power of a two-sided t-test: paired (n pairs, effect d_z) or two-sample (n per group, Cohen's d)."""

@@ -160,3 +160,18 @@ def test_compare_falls_back_to_welch_when_seeds_do_not_pair():
     v = compare({0: 0.6, 1: 0.7, 2: 0.65}, {3: 0.5, 4: 0.55, 5: 0.52}, n_boot=200)
     assert v["test"] == "welch" and not v["paired"] and v["n_pairs"] == 0
     assert v["p"] == pytest.approx(sps.ttest_ind([0.6, 0.7, 0.65], [0.5, 0.55, 0.52], equal_var=False).pvalue)
+
+
+def test_power_solver_failures_stay_quiet_in_a_fresh_process():
+    """statsmodels' root finder fails for some inputs and warns; ablate returns NaN/caps instead, silently
+    (the first failure used to print a ConvergenceWarning into every report run)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from ablate.stats.power import mde, seeds_needed\n"
+        "[seeds_needed(d, 0.05, 0.8, p) for d in (0.01, 0.1, 1, 5, 50) for p in (True, False)]\n"
+        "[mde(n, 0.05, 0.8, p) for n in range(1, 12) for p in (True, False)]\n"
+    )
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
