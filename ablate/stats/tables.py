@@ -11,9 +11,12 @@ from ablate.stats.summary import iqm, iqm_ci
 from ablate.stats.tests import adjust, compare, verdict
 
 
-def _scores(summ: pd.DataFrame, variant: str, score: str) -> dict[int, float]:
-    s = summ[summ.variant == variant]
-    return {int(r.seed): float(r[score]) for _, r in s.iterrows() if r.status == "done" or r.diverged}
+def _scores(sv: pd.DataFrame, score: str) -> dict[int, float]:
+    """Seed -> score of one variant's finished or diverged trials (diverged ones carry NaN)."""
+    keep = ((sv.status == "done") | sv.diverged.astype(bool)).to_numpy()
+    return {
+        int(s): float(x) for s, x in zip(sv.seed.to_numpy()[keep], sv[score].to_numpy()[keep], strict=True)
+    }
 
 
 def ablation_table(
@@ -29,17 +32,20 @@ def ablation_table(
 
     Diverged seeds count in the seed columns but are excluded from means and tests (NaN scores).
     """
-    base = _scores(summ, baseline, score)
+    by_variant = dict(tuple(summ.groupby("variant", sort=False)))
+    empty = summ.iloc[:0]
+    base = _scores(by_variant.get(baseline, empty), score)
     rows = []
     for name, ovs in variants.items():
-        sv = summ[summ.variant == name]
+        sv = by_variant.get(name, empty)
+        scores = _scores(sv, score)
         seeds_present = set(sv.seed)
         n_ok = int((sv.status == "done").sum())
         n_div = int(sv.diverged.sum())
         n_failed = int((~sv.status.isin(["done", "diverged"])).sum())
         missing = sorted(set(expected_seeds or []) - seeds_present)
         n_failed += len(missing)
-        vals = np.array([x for x in _scores(summ, name, score).values() if math.isfinite(x)])
+        vals = np.array([x for x in scores.values() if math.isfinite(x)])
         row = {
             "variant": name,
             "changed": " ".join(ovs) if ovs else "(baseline)",
@@ -67,7 +73,7 @@ def ablation_table(
         if name != baseline:
             row.update(
                 compare(
-                    _scores(summ, name, score),
+                    scores,
                     base,
                     stats.primary_test,
                     stats.alpha,
