@@ -57,12 +57,30 @@ def wait_for_ray_stopped() -> None:
 def _stop_ray_in_background() -> None:
     """ray.shutdown spends ~1.2 s waiting for Ray's processes to exit: let the caller write the report meanwhile.
 
-    A non-daemon thread, so the interpreter still waits for it before exiting; the next start_ray joins it.
+    Safe only once nothing of Ray's is left to free: a Ray handle (ObjectRef, ActorHandle) deallocated in
+    another thread while the shutdown runs ends the whole process ("The core worker has already been
+    shutdown ... The process will exit", exit code 1, no traceback). So the caller drops its Ray and Tune
+    objects first, the garbage collector runs here (cyclic garbage holding handles is freed while Ray is
+    up), and stays off until the shutdown is over. A non-daemon thread: the interpreter waits for it before
+    exiting; the next start_ray joins it.
     """
     global _ray_stopping
+    import gc
+
     import ray
 
-    _ray_stopping = threading.Thread(target=ray.shutdown, name="ray-shutdown")
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
+
+    def shutdown() -> None:
+        try:
+            ray.shutdown()
+        finally:
+            if collecting:
+                gc.enable()
+
+    _ray_stopping = threading.Thread(target=shutdown, name="ray-shutdown")
     _ray_stopping.start()
 
 
@@ -302,6 +320,21 @@ def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
 
 def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
     started = start_ray(cfg)
+    try:
+        _fit(pending, cfg, run, progress, started)
+    except BaseException:
+        if started:  # the exception's traceback keeps _fit's Ray handles alive: stop Ray here, synchronously
+            import ray
+
+            ray.shutdown()
+        raise
+    if started:  # every Ray and Tune object died with _fit's frame
+        _stop_ray_in_background()
+
+
+def _fit(pending: list[Trial], cfg, run: Path, progress, plain_actors: bool) -> None:
+    """One Tune run over the pending trials. All of its Ray handles live in this frame (see
+    _stop_ray_in_background)."""
     from ray import tune
 
     specs = [
@@ -347,12 +380,10 @@ def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
             ),
         )
         mark("driver: tune fit")
-        if started:
+        if plain_actors:
             with _plain_trial_actors():
                 tuner.fit()
         else:
             tuner.fit()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        if started:
-            _stop_ray_in_background()
