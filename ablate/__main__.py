@@ -186,10 +186,25 @@ def exit_now(code: int) -> None:
         if t is not threading.current_thread() and not t.daemon:
             t.join()
     atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # the reader went away (| head): what was left is undeliverable
+            code = code or 141
+        except (OSError, ValueError):  # a closed stream: nothing to deliver
+            pass
     os._exit(code)
 
 
+def run_cli() -> None:
+    try:
+        code = main()
+    except BrokenPipeError:
+        # output piped into a reader that stopped early (| head): end quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141  # 128 + SIGPIPE
+    exit_now(code)
+
+
 if __name__ == "__main__":
-    exit_now(main())
+    run_cli()

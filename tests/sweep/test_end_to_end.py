@@ -94,6 +94,22 @@ def test_dry_run_writes_nothing(tmp_path):
     assert not (tmp_path / "runs").exists() and not (tmp_path / "reports").exists()
 
 
+def test_output_piped_into_a_reader_that_went_away_ends_quietly(tmp_path):
+    """`python -m ablate ... | head -1`: no BrokenPipeError traceback, the shell's usual 141 (128 + SIGPIPE)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ablate", "sweep=technique_matrix", "seeds=5", "dry_run=true"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader is gone before anything is written: every write fails
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err and "Broken" not in err, err
+
+
 def test_wandb_offline_logs_every_trial(tmp_path):
     sp = write_sweep(tmp_path / "sweeps", "wb", {"entropy_off": ["entropy=off"]})
     proc = cli(
