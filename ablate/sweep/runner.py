@@ -321,7 +321,7 @@ def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
 def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
     started = start_ray(cfg)
     try:
-        _fit(pending, cfg, run, progress, started)
+        _fit(pending, cfg, run, progress, plain_actors=started and not cfg.ray.address)
     except BaseException:
         if started:  # the exception's traceback keeps _fit's Ray handles alive: stop Ray here, synchronously
             import ray

@@ -81,3 +81,18 @@ def test_background_stop_collects_first_and_pauses_collections(monkeypatch):
     runner.wait_for_ray_stopped()
     assert calls == ["collect", ("shutdown", False)]
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("address, plain", [(None, True), ("auto", False), ("10.0.0.1:6379", False)])
+def test_plain_trial_actors_only_on_the_embedded_ray(monkeypatch, address, plain):
+    """Remote nodes do not inherit the driver's environment: joining a cluster keeps Tune's runtime_env."""
+    from types import SimpleNamespace
+
+    from ablate.sweep import runner
+
+    seen = {}
+    monkeypatch.setattr(runner, "start_ray", lambda cfg: True)  # we started (or joined) it
+    monkeypatch.setattr(runner, "_fit", lambda *a, plain_actors: seen.update(plain=plain_actors))
+    monkeypatch.setattr(runner, "_stop_ray_in_background", lambda: None)
+    runner._run_on_ray([], SimpleNamespace(ray=SimpleNamespace(address=address)), None, None)
+    assert seen == {"plain": plain}
