@@ -144,6 +144,10 @@ def main() -> None:
             f"running at {s['first_trial_running_s']:.1f} s, first RL step at {s['first_rl_step_s']:.1f} s; "
             f"gap between trials in a worker {1000 * s['gap_between_trials_s']:.0f} ms ({s['workers']} workers)"
         )
+        print(
+            f"  first trial running -> all trials stored vs ideal (start-up left out): "
+            f"{s['ratio_trials_span_vs_ideal']:.2f}x"
+        )
         print("  start-up, first time each event happened (s after launch):")
         for event, t in s["timeline"].items():
             print(f"    {t:6.2f}  {event}")
