@@ -54,17 +54,42 @@ def _grid_layout(fig, rows: int, cols: int, width: float, height: float) -> None
     )
 
 
+MAX_PANELS = 16  # beyond this the panels get too small to read; the rest are named in the report
+
+
+def panel_variants(
+    order: list[str], baseline: str, present: set[str], max_panels: int = MAX_PANELS
+) -> tuple[list[str], list[str]]:
+    """(variants drawn, variants with data left out for space), in plan order. Variants without a finished
+    trial are neither: the report lists them as missing cells."""
+    candidates = [v for v in order if v != baseline and v in present]
+    return candidates[:max_panels] or [baseline], candidates[max_panels:]
+
+
+def _finished(metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
+    if metric not in metrics:
+        return metrics.iloc[:0]
+    return metrics[(metrics.status == "done") & metrics[metric].notna()]
+
+
+def curve_variants(metrics: pd.DataFrame, metric: str) -> set[str]:
+    """Variants with at least one finished trial that logged ``metric``: the ones with a curve to draw."""
+    ok = _finished(metrics, metric)
+    return set(ok.variant) if len(ok) else set()
+
+
 def learning_curves(
-    metrics: pd.DataFrame, metric: str, baseline: str, order: list[str], out: Path, max_panels: int = 16
+    metrics: pd.DataFrame,
+    metric: str,
+    baseline: str,
+    order: list[str],
+    out: Path,
+    max_panels: int = MAX_PANELS,
 ) -> Path:
-    """One panel per variant (in plan order), baseline drawn in every panel, 95% bootstrap bands across seeds."""
-    ok = (
-        metrics[(metrics.status == "done") & metrics[metric].notna()]
-        if metric in metrics
-        else metrics.iloc[:0]
-    )
-    present = set(ok.variant) if len(ok) else set()
-    variants = [v for v in order if v != baseline and v in present][:max_panels] or [baseline]
+    """One panel per variant (in plan order, at most ``max_panels``), baseline drawn in every panel, 95%
+    bootstrap bands across seeds."""
+    ok = _finished(metrics, metric)
+    variants, _ = panel_variants(order, baseline, curve_variants(metrics, metric), max_panels)
     cols = min(4, len(variants))
     rows = math.ceil(len(variants) / cols)
     width, height = 3.6 * cols, 2.8 * rows

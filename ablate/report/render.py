@@ -218,11 +218,18 @@ def write_report(run: Path, reports_dir: str | Path = "reports") -> Path:
     if len(r["anova"]):
         a = r["anova"].copy()
         md += ["## Factorial effects (type-II ANOVA)", "", _md_table(a.round(4)), ""]
+    drawn, left_out = plots.panel_variants(
+        list(plan["variants"]), plan["baseline"], plots.curve_variants(r["metrics"], spec["metric"])
+    )
+    curves_note = (
+        f"Learning curves: {len(drawn)} of {len(drawn) + len(left_out)} variants drawn (plan order); "
+        f"not drawn: {', '.join(f'`{v}`' for v in left_out)}. Every variant is in the table and the forest plot."
+        if left_out
+        else ""
+    )
+    md += ["## Figures", "", "![learning curves](learning_curves.png)", ""]
+    md += [curves_note, ""] if curves_note else []
     md += [
-        "## Figures",
-        "",
-        "![learning curves](learning_curves.png)",
-        "",
         "![forest plot](forest.png)",
         "",
         "![per-seed scores](seeds.png)",
@@ -250,7 +257,9 @@ def write_report(run: Path, reports_dir: str | Path = "reports") -> Path:
     body += ["<h2>Ablation table</h2>", shown.to_html(index=False, escape=True)]
     if len(r["anova"]):
         body += ["<h2>Factorial effects</h2>", r["anova"].round(4).to_html(index=False)]
-    body += ["<h2>Figures</h2>"] + [_img(f) for f in figs]
+    body += ["<h2>Figures</h2>", _img(figs[0])]
+    body += [f"<p>{html.escape(curves_note)}</p>"] if curves_note else []
+    body += [_img(f) for f in figs[1:]]
     body += [
         "<h2>Training-health flags</h2>",
         r["health"].to_html(index=False) if len(r["health"]) else "<p>No flags raised.</p>",

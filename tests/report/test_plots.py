@@ -50,3 +50,15 @@ def test_steps_a_seed_lacks_use_the_seeds_that_have_them():
     np.testing.assert_allclose(mean, [(0.1 + 0.3 + 0.9) / 3, 0.3, 0.4])
     assert np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))
     assert np.all(lo <= mean) and np.all(mean <= hi)
+
+
+def test_panels_follow_plan_order_up_to_the_cap_and_name_the_rest():
+    from ablate.report.plots import panel_variants
+
+    order = ["base", *(f"v{i}" for i in range(20))]
+    present = set(order) - {"v3"}  # v3 has no finished trial: it is missing, not left out for space
+    drawn, left_out = panel_variants(order, "base", present, max_panels=16)
+    assert drawn == [f"v{i}" for i in range(17) if i != 3]
+    assert left_out == ["v17", "v18", "v19"]
+    assert panel_variants(order[:5], "base", set(order[:5]), 16) == (["v0", "v1", "v2", "v3"], [])
+    assert panel_variants(["base"], "base", {"base"}, 16) == (["base"], [])  # baseline only: its own panel

@@ -91,3 +91,14 @@ def test_divergence_and_missing_cells_are_visible(report):
     assert "null_c seeds 4" in md
     t = pd.read_csv(out / "table.csv").set_index("variant")
     assert t.loc["null_c", "seeds_failed"] == 1 and t.loc["null_c", "seeds_ok"] == 4
+
+
+def test_every_variant_is_drawn_or_named_as_not_drawn(report, tmp_path):
+    _, out = report
+    assert "not drawn" not in (out / "report.md").read_text()  # 7 variants: one panel each
+    effects = {"baseline": 0.0, **{f"v{i:02d}": 0.0 for i in range(18)}}
+    run = simulated_run(tmp_path / "runs", effects, seeds=2, steps=20)
+    out = write_report(run, tmp_path / "reports")
+    for page in ("report.md", "report.html"):
+        text = (out / page).read_text()
+        assert "16 of 18 variants drawn" in text and "not drawn: `v16`, `v17`" in text, page
