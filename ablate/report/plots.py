@@ -89,14 +89,14 @@ def learning_curves(
     """One panel per variant (in plan order, at most ``max_panels``), baseline drawn in every panel, 95%
     bootstrap bands across seeds."""
     ok = _finished(metrics, metric)
-    variants, _ = panel_variants(order, baseline, curve_variants(metrics, metric), max_panels)
+    by_variant = dict(tuple(ok.groupby("variant"))) if len(ok) else {}
+    variants, _ = panel_variants(order, baseline, set(by_variant), max_panels)
     cols = min(4, len(variants))
     rows = math.ceil(len(variants) / cols)
     width, height = 3.6 * cols, 2.8 * rows
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False, sharey=True)
     _grid_layout(fig, rows, cols, width, height)
     rng = np.random.default_rng(0)
-    by_variant = dict(tuple(ok.groupby("variant"))) if len(ok) else {}
     curves = {
         name: curve_with_band(by_variant[name], metric, rng)
         for name in [baseline, *variants]
