@@ -177,6 +177,8 @@ def load_run(run: Path):
                 "status": status,
                 "config_hash": st.get("config_hash"),
                 "seconds": st.get("seconds"),
+                "cpu_seconds": st.get("cpu_seconds"),
+                "gpu_seconds": st.get("gpu_seconds"),
                 "peak_rss_mb": st.get("peak_rss_mb"),
                 "tokens": st.get("tokens"),
                 "attempts": st.get("attempts"),

@@ -54,6 +54,10 @@ class TrialResult:
     peak_rss_mb: float = 0.0
     note: str = ""
     setup_seconds: float = 0.0
+    # Compute the report can defend on a shared machine (wall clock is not): CPU time of the RL loop summed
+    # over the trial's processes (ranks), and GPU-seconds held (loop time x GPUs; 0 on CPU).
+    cpu_seconds: float = 0.0
+    gpu_seconds: float = 0.0
 
     @property
     def final(self) -> dict:
@@ -404,7 +408,7 @@ def run_trial_loop(cfg, seed: int, report: Callable[[dict], None] | None = None)
     cfg = as_object(cfg)
     trainer = Trainer(cfg, seed)
     mark("worker: trial set up")
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     peak = rss_mb()
     history: list[dict] = []
     steps, every = cfg.train.steps, cfg.train.eval_every
@@ -435,6 +439,9 @@ def run_trial_loop(cfg, seed: int, report: Callable[[dict], None] | None = None)
             emit({"step": steps, "eval/positive_rate": trainer.evaluate(steps)})
     except Diverged as d:  # pragma: no cover - divergence outside step() (e.g. in evaluation)
         status, note = "diverged", str(d.args[0])
+    seconds = time.perf_counter() - t0
+    (cpu,) = all_sum([time.process_time() - cpu0])
     if trainer.world > 1:
         check_ranks_in_sync(trainer.model)
-    return TrialResult(status, history, time.perf_counter() - t0, peak, note, t0 - t_setup)
+    gpus = trainer.world if trainer.device.startswith("cuda") else 0
+    return TrialResult(status, history, seconds, peak, note, t0 - t_setup, cpu, seconds * gpus)
