@@ -114,6 +114,38 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     return 0 if counts["failed"] == 0 else 1
 
 
+REPORT_USAGE = "usage: python -m ablate report runs/<sweep>/<run_id> [reports_dir=DIR] [figures=true|false]"
+
+
+def run_report(args: list[str]) -> int:
+    """Regenerate a report from the store alone. No Hydra compose: the run's plan.json says everything, and
+    calibration by simulation runs this path thousands of times."""
+    if not args or "=" in args[0]:
+        print(f"error: {REPORT_USAGE}", file=sys.stderr)
+        return 2
+    run, opts = args[0], {"reports_dir": "reports", "figures": "true"}
+    for a in args[1:]:
+        key, sep, value = a.partition("=")
+        if not sep or key not in opts:
+            print(f"error: {a!r}: not a report option; {REPORT_USAGE}", file=sys.stderr)
+            return 2
+        opts[key] = value
+    if opts["figures"] not in ("true", "false"):
+        print(f"error: figures={opts['figures']!r}: must be true or false", file=sys.stderr)
+        return 2
+    if not os.path.exists(os.path.join(run, "plan.json")):
+        print(
+            f"error: report_path={run!r}: not a run directory (expected runs/<sweep>/<run_id> with plan.json)",
+            file=sys.stderr,
+        )
+        return 2
+    from ablate.report.render import write_report
+
+    out = write_report(run, opts["reports_dir"], figures=opts["figures"] == "true")
+    print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     mark("driver: imported")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -125,10 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--cfg")
         del argv[i : i + 2 if i + 1 < len(argv) and argv[i + 1] in ("job", "all") else i + 1]
     if argv and argv[0] == "report":
-        if len(argv) < 2:
-            print("error: usage: python -m ablate report runs/<sweep>/<run_id>", file=sys.stderr)
-            return 2
-        argv = ["mode=report", f"report_path={argv[1]}", *argv[2:]]
+        return run_report(argv[1:])
     bad = [a for a in argv if "=" not in a]
     if bad:
         print(

@@ -183,11 +183,19 @@ class WandbConfig:
 @dataclass
 class StatsConfig:
     alpha: float = 0.05
-    correction: str = "holm"  # holm | bh | none
-    primary_test: str = "auto"  # auto (paired t if all seeds pair, else Welch) | paired_t | wilcoxon | welch | mannwhitney | permutation
+    correction: str = "holm"  # holm | bonferroni | bh | none (one level per row: ablate.stats.tests)
+    primary_test: str = "auto"  # auto (= paired_t) | paired_t | wilcoxon | welch; each with its own interval
     final_fraction: float = 0.3  # final score = mean of the metric over this last fraction of evals
-    n_boot: int = 2000
-    power: float = 0.8
+    n_boot: int = 2000  # bootstrap resamples of the learning-curve bands
+    power: float = 0.8  # for the MDE and the seeds an inconclusive row needs
+    # Smallest effect size of interest, in the metric's units: a row whose interval lies inside +-sesoi is
+    # "equivalent". None: equivalence is not tested (every non-significant row stays inconclusive).
+    sesoi: float | None = None
+    # seeds=auto: min_seeds first, then rounds of round_size for the rows still inconclusive, up to max_seeds
+    min_seeds: int = 5
+    max_seeds: int = 20
+    round_size: int = 5
+    spending: str = "obf"  # alpha-spending over the looks: obf (O'Brien-Fleming-like) | pocock
 
 
 @dataclass
@@ -421,6 +429,44 @@ def validate_trial(cfg) -> None:
         )
     _at_least("warmstart.steps", cfg.warmstart.steps, 0)
     _positive("warmstart.lr", cfg.warmstart.lr)
+
+
+def validate_stats(st, rows: int, seeds: int) -> None:
+    """sweep.stats, given the comparisons (rows) and the seeds each gets (the fewest, for seeds=auto)."""
+    from ablate.stats.choices import CORRECTIONS, SPENDING, TESTS
+
+    _one_of("sweep.stats.correction", st.correction, list(CORRECTIONS))
+    _one_of("sweep.stats.primary_test", st.primary_test, ["auto", *TESTS])
+    _one_of("sweep.stats.spending", st.spending, list(SPENDING))
+    if not 0 < st.alpha < 1:
+        _fail("sweep.stats.alpha", st.alpha, "must be in (0, 1)")
+    if not 0 < st.power < 1:
+        _fail("sweep.stats.power", st.power, "must be in (0, 1)")
+    if not 0 < st.final_fraction <= 1:
+        _fail("sweep.stats.final_fraction", st.final_fraction, "must be in (0, 1]")
+    _at_least("sweep.stats.n_boot", st.n_boot, 1)
+    if st.sesoi is not None and not st.sesoi > 0:
+        _fail(
+            "sweep.stats.sesoi",
+            st.sesoi,
+            "must be > 0 (in the metric's units), or null to not test equivalence",
+        )
+    _at_least("sweep.stats.min_seeds", st.min_seeds, 2)
+    _at_least("sweep.stats.round_size", st.round_size, 1)
+    if st.max_seeds < st.min_seeds:
+        _fail("sweep.stats.max_seeds", st.max_seeds, f"must be >= sweep.stats.min_seeds={st.min_seeds}")
+    if st.primary_test == "wilcoxon":
+        from ablate.stats.tests import planning_alpha, smallest_p
+
+        need = planning_alpha(st.alpha, st.correction, rows)
+        if smallest_p("wilcoxon", seeds) >= need:
+            _fail(
+                "sweep.stats.primary_test",
+                "wilcoxon",
+                f"with {seeds} seeds its smallest possible p is {smallest_p('wilcoxon', seeds):.3g}, not below "
+                f"the {need:.3g} a row must reach ({st.correction} over {rows} rows at alpha={st.alpha}): it can "
+                "never find an effect; use paired_t or more seeds",
+            )
 
 
 def validate_launch(cfg) -> None:

@@ -78,7 +78,7 @@ def bench_step(rounds: int, steps: int, blocks: int, ks=(8, 16), threads=(1, 2))
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", nargs="*", default=["step", "rollout", "sweep", "report"])
+    ap.add_argument("--only", nargs="*", default=["step", "rollout", "sweep", "report", "adaptive"])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="K=8, 1 thread, 1 round")
     args = ap.parse_args()
@@ -169,6 +169,11 @@ def main() -> None:
         print(
             f"\n== report on a {r['trials']}-trial store: {r['s_min']:.2f} s min, {r['s_median']:.2f} s median"
         )
+    if "adaptive" in args.only:
+        from bench import adaptive_seeds
+
+        results["adaptive"] = adaptive_seeds.run(reps=300 if args.quick else 2000)
+        adaptive_seeds.print_table(results["adaptive"])
     out = RESULTS / f"bench-{stamp}.json"
     out.write_text(json.dumps(results, indent=1))
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))

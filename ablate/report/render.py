@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import base64
-import html
 import json
-import math
 import platform
 import subprocess
 from importlib import metadata
@@ -16,7 +13,10 @@ import pandas as pd
 from ablate import store
 from ablate.config import StatsConfig
 from ablate.report import plots
-from ablate.stats.summary import trial_summaries
+from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table, to_html, to_markdown
+from ablate.report.display import display_table, matched_table, notes, shared_level
+from ablate.report.run_info import describe_run, header_text, trial_config
+from ablate.stats.summary import token_curves, trial_summaries
 from ablate.stats.tables import ablation_table, factorial_anova, to_latex
 from ablate.trainer.diagnostics import health_table
 
@@ -31,52 +31,6 @@ PACKAGES = (
     "numpy",
     "pandas",
 )
-
-
-def _fmt(x, spec=".3f") -> str:
-    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
-
-
-def _pfmt(p) -> str:
-    if p is None or not isinstance(p, float | int) or not math.isfinite(p):
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def display_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The reviewer's columns, formatted; numbers stay in table.csv at full precision."""
-    rows = []
-    for _, r in table.iterrows():
-        is_base = r.verdict == "baseline"
-        rows.append(
-            {
-                "variant": r.variant,
-                "what changed": r.changed,
-                "seeds ok/failed/diverged": f"{r.seeds_ok}/{r.seeds_failed}/{r.seeds_diverged}",
-                "mean ± sd": f"{_fmt(r['mean'])} ± {_fmt(r.sd)}",
-                "Δ vs baseline [95% CI]": "–"
-                if is_base
-                else f"{_fmt(r.delta, '+.3f')} [{_fmt(r.ci_low, '+.3f')}, {_fmt(r.ci_high, '+.3f')}]",
-                "effect": "–" if is_base else f"{_fmt(r.effect, '+.2f')} ({'d_z' if r.paired else 'g'})",
-                "p raw": "–" if is_base else f"{_pfmt(r.p)} ({r.test})",
-                "p adj": "–" if is_base else _pfmt(r.p_adj),
-                "verdict": r.verdict,
-                "trial s": _fmt(r.trial_seconds, ".1f"),
-                "peak MB": _fmt(r.peak_rss_mb, ".0f"),
-                "tokens": _fmt(r.tokens, ".0f"),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _md_table(df: pd.DataFrame) -> str:
-    if df.empty:
-        return "(none)\n"
-    head = "| " + " | ".join(map(str, df.columns)) + " |\n|" + "---|" * len(df.columns) + "\n"
-    return head + "".join(
-        "| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |\n"
-        for row in df.itertuples(index=False)
-    )
 
 
 def _git_commit() -> str:
@@ -129,6 +83,9 @@ def build(run: Path) -> dict:
     if len(trials):
         trials = trials[trials.variant.isin(known)]
     summ = trial_summaries(metrics, trials, spec["metric"], stats.final_fraction)
+    for col in ("cpu_seconds", "gpu_seconds"):  # cost the summaries may not carry: from the trial records
+        if col not in summ and len(summ) and col in trials:
+            summ = summ.merge(trials[["variant", "seed", col]], on=["variant", "seed"], how="left")
     if summ.empty:
         summ = pd.DataFrame(
             columns=["variant", "seed", "status", "diverged", "final", "seconds", "peak_rss_mb", "tokens"]
@@ -140,11 +97,18 @@ def build(run: Path) -> dict:
         stats,
         spec.get("higher_is_better", True),
         expected_seeds=plan["seeds"],
+        curves=token_curves(metrics, spec["metric"]),
+        sequential=plan.get("sequential"),
     )
     anova = (
         factorial_anova(summ, plan["factors"], stats.correction) if plan.get("factors") else pd.DataFrame()
     )
-    health = health_table(metrics[metrics.status == "done"] if len(metrics) else metrics)
+    health = health_table(
+        metrics[metrics.status == "done"] if len(metrics) else metrics, lambda v, s: trial_config(run, v, s)
+    )
+    if len(health):  # plan order, not alphabetical
+        order = {v: i for i, v in enumerate(plan["variants"])}
+        health = health.sort_values("variant", key=lambda s: s.map(order), kind="stable")
     return {
         "plan": plan,
         "spec": spec,
@@ -155,117 +119,147 @@ def build(run: Path) -> dict:
         "table": table,
         "anova": anova,
         "health": health,
+        "run_info": describe_run(run, plan, trials),
     }
 
 
-def _img(path: Path) -> str:
-    return (
-        f'<img alt="{path.stem}" src="data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()}">'
+def _captions(metric: str, table: pd.DataFrame, curves_note: str) -> dict[str, str]:
+    level = shared_level(table)
+    level = f"{level} " if level else ""
+    sesoi = pd.to_numeric(table.get("sesoi", pd.Series(dtype=float)), errors="coerce").dropna()
+    margins = ", ".join(f"{x:g}" for x in sesoi.unique())
+    band = (
+        f" The shaded band is ±SESOI ({margins}), the equivalence margin."
+        if len(sesoi)
+        else " The sweep sets no SESOI, so no equivalence band is drawn."
     )
+    return {
+        "curves": f"`{metric}` over RL steps, one panel per variant with the baseline in grey: line = mean "
+        "over the finished seeds, band = 95% percentile bootstrap of that mean across seeds at each step (it "
+        "shows seed spread; the test is the forest plot's interval)."
+        + (f" {curves_note}" if curves_note else ""),
+        "forest": f"Δ vs baseline per variant with the table's {level}interval, the same one the Δ column "
+        "shows (see Method). Filled marker = verdict helps or hurts, exactly the rows whose interval "
+        "excludes 0; open = the interval covers 0. A point without a bar has fewer than 2 pairs, so no interval."
+        + band,
+        "seeds": "Each seed as a pair: the baseline's score (grey, left) and the variant's (blue, right) on "
+        "the same seed, joined by a line; these pairs are what the interval is computed on. A red × marks an "
+        "arm that diverged on that seed (no score); failed and not-run seeds are absent.",
+    }
 
 
-def write_report(run: Path, reports_dir: str | Path = "reports") -> Path:
-    """Writes every report file; returns the report folder."""
+TABLE_CAPTION = (
+    "Seeds: ok/failed/diverged/not run. n pairs: seeds finished in both this variant and the baseline. "
+    "Δ: mean paired difference (variant − baseline) with the interval described under Method; the verdict "
+    "is read off that interval. p raw / p adj: the same test before / after the multiplicity correction. "
+    "MDE: the smallest |Δ| this many pairs would detect (see Method). Cost: mean generated tokens per trial "
+    "(× the baseline's) and CPU seconds of the RL loop per trial. table.csv holds every column at full "
+    "precision, including d_z (Δ / sd of the paired differences, left out here: Δ in the metric's units is "
+    "what one decides on), the unadjusted intervals, wall and GPU seconds and peak memory."
+)
+MATCHED_TEXT = (
+    "These variants generate a different number of tokens than the baseline (larger K, dynamic sampling, "
+    "...), so part of a difference in the main table can be bought compute. Here both arms are scored at the "
+    "same generated-token budget per trial (each trial's score from its evals made within that budget): a "
+    "difference that remains at equal tokens is not just more (or less) sampling. The interval is at the "
+    "row's level, as in the main table."
+)
+
+
+def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list:
+    plan, spec, stats, table = r["plan"], r["spec"], r["stats"], r["table"]
+    better = "higher" if spec.get("higher_is_better", True) else "lower"
+    blocks = [Heading(f"Ablation report: {plan['sweep']}", 1)]
+    if spec.get("description"):
+        blocks.append(Para(spec["description"], verbatim=True))
+    blocks += [
+        Para(header_text(r["run_info"])),
+        Para(
+            f"Run `{plan['run_id']}` · metric `{spec['metric']}` ({better} is better) · score = mean over "
+            f"the final {stats.final_fraction:.0%} of evals · baseline `{plan['baseline']}`."
+        ),
+    ]
+    blocks += [Note(n) for n in notes(table)]
+    conflicts = plots.forest_conflicts(plots.forest_rows(table))
+    if conflicts:
+        blocks.append(
+            Note("The table contradicts itself on these rows (bug; please report): " + "; ".join(conflicts))
+        )
+    method = table.attrs.get("method", "")
+    blocks += [Heading("Method"), Para(method or "(no method description was recorded)", verbatim=True)]
+    blocks += [Heading("Ablation table"), Table(display_table(table), TABLE_CAPTION)]
+    matched = matched_table(table)
+    if len(matched):
+        blocks += [Heading("Compute-matched comparison"), Para(MATCHED_TEXT), Table(matched)]
+    if len(r["anova"]):
+        blocks += [Heading("Factorial effects (type-II ANOVA)"), Table(r["anova"].round(4))]
+    cap = _captions(spec["metric"], table, curves_note)
+    if figs:
+        blocks += [Heading("Figures"), *(Figure(figs[k], cap[k]) for k in ("curves", "forest", "seeds"))]
+    else:
+        blocks += [Heading("Figures"), Para("Not drawn (figures=false).")]
+    health = r["health"]
+    blocks += [
+        Heading("Training-health flags"),
+        Para(
+            "Symptom rules over each finished trial's metric history, counted per variant (k of n "
+            "finished seeds). Remedies are read against the variant's own config and never repeat what it "
+            "already does. Read a variant's count against the baseline's: a flag raised as often on the "
+            "baseline is not the variant's doing."
+        ),
+        Table(health[["variant", "flag", "seeds", "meaning", "remedy"]], empty="No flags raised."),
+    ]
+    blocks += [
+        Heading("Reproducibility"),
+        Para(
+            f"git commit `{man['git_commit']}`, Python {man['python']}; "
+            + ", ".join(f"{k} {v}" for k, v in man["packages"].items())
+            + ". Config hashes per trial: `manifest.json`; every trial's resolved config: "
+            "`<run>/<variant>/seed=<n>/config.yaml`."
+        ),
+        Pre(f"python -m ablate report runs/{plan['sweep']}/{plan['run_id']}"),
+    ]
+    return blocks
+
+
+def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool = True) -> Path:
+    """Writes every report file; returns the report folder. md and html come from one list of blocks.
+    ``figures=False`` skips the PNGs (calibration by simulation writes thousands of reports)."""
     r = build(run)
     plan, spec, stats, table = r["plan"], r["spec"], r["stats"], r["table"]
     out = Path(reports_dir) / plan["sweep"] / plan["run_id"]
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "table.csv", index=False)
-    shown = display_table(table)
     (out / "table.tex").write_text(
-        to_latex(shown, f"{plan['sweep']}: {spec['metric']} (final {stats.final_fraction:.0%} of evals)")
+        to_latex(
+            display_table(table),
+            f"{plan['sweep']}: {spec['metric']} (final {stats.final_fraction:.0%} of evals)",
+        )
     )
     r["summaries"].to_csv(out / "trials.csv", index=False)
-    figs = [
-        plots.learning_curves(r["metrics"], spec["metric"], plan["baseline"], list(plan["variants"]), out),
-        plots.forest(table, spec["metric"], out, stats.alpha),
-        plots.seed_dots(r["summaries"], list(plan["variants"]), out),
-    ]
+    variants = list(plan["variants"])
+    figs = (
+        {
+            "curves": plots.learning_curves(r["metrics"], spec["metric"], plan["baseline"], variants, out),
+            "forest": plots.forest(table, spec["metric"], out),
+            "seeds": plots.seed_dots(r["summaries"], variants, plan["baseline"], out),
+        }
+        if figures
+        else {}
+    )
     man = manifest(plan, r["trials"])
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
-    n_div = int(table.seeds_diverged.sum())
-    missing = table[table.missing_seeds != ""][["variant", "missing_seeds"]]
-    notes = []
-    if n_div:
-        notes.append(
-            f"{n_div} trial(s) diverged (NaN/inf): they are counted in 'seeds diverged' and excluded from means and tests."
-        )
-    if len(missing):
-        notes.append(
-            "Missing cells (failed or not run): "
-            + "; ".join(f"{v} seeds {s}" for v, s in missing.itertuples(index=False))
-        )
-    corr = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[stats.correction]
-    md = [
-        f"# Ablation report: {plan['sweep']}",
-        "",
-        spec.get("description", "") or "",
-        f"Run `{plan['run_id']}` · metric `{spec['metric']}` ({'higher' if spec.get('higher_is_better', True) else 'lower'} is better) · "
-        f"score = mean over the final {stats.final_fraction:.0%} of evals · seeds {plan['seeds']} · baseline `{plan['baseline']}` · "
-        f"{corr} correction at α = {stats.alpha} · primary test {stats.primary_test} (paired t when all seeds pair, else Welch).",
-        "",
-    ]
-    md += [f"> {n}" for n in notes] + ([""] if notes else [])
-    md += [
-        "## Ablation table",
-        "",
-        _md_table(shown),
-        "",
-        "MDE: minimum detectable difference at 80% power for the seeds run; `seeds_needed` (table.csv) is the "
-        "number of seeds that would detect the observed effect.",
-        "",
-    ]
-    if len(r["anova"]):
-        a = r["anova"].copy()
-        md += ["## Factorial effects (type-II ANOVA)", "", _md_table(a.round(4)), ""]
     drawn, left_out = plots.panel_variants(
-        list(plan["variants"]), plan["baseline"], plots.curve_variants(r["metrics"], spec["metric"])
+        variants, plan["baseline"], plots.curve_variants(r["metrics"], spec["metric"])
     )
     curves_note = (
         f"Learning curves: {len(drawn)} of {len(drawn) + len(left_out)} variants drawn (plan order); "
-        f"not drawn: {', '.join(f'`{v}`' for v in left_out)}. Every variant is in the table and the forest plot."
+        f"not drawn: {', '.join(f'`{v}`' for v in left_out)}. "
+        "Every variant is in the table and the forest plot."
         if left_out
         else ""
     )
-    md += ["## Figures", "", "![learning curves](learning_curves.png)", ""]
-    md += [curves_note, ""] if curves_note else []
-    md += [
-        "![forest plot](forest.png)",
-        "",
-        "![per-seed scores](seeds.png)",
-        "",
-        "## Training-health flags",
-        "",
-    ]
-    md += [_md_table(r["health"]) if len(r["health"]) else "No flags raised.", ""]
-    md += [
-        "## Reproducibility",
-        "",
-        f"git commit `{man['git_commit']}`, Python {man['python']}; "
-        + ", ".join(f"{k} {v}" for k, v in man["packages"].items())
-        + ". Config hashes per trial: `manifest.json`.",
-        "",
-    ]
-    (out / "report.md").write_text("\n".join(md))
-    body = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>ablate report</title><style>"
-        "body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:3px 6px}img{max-width:100%}</style></head><body>",
-        f"<h1>Ablation report: {html.escape(plan['sweep'])}</h1><p>{html.escape(md[3])}</p>",
-    ]
-    body += [f"<blockquote>{html.escape(n)}</blockquote>" for n in notes]
-    body += ["<h2>Ablation table</h2>", shown.to_html(index=False, escape=True)]
-    if len(r["anova"]):
-        body += ["<h2>Factorial effects</h2>", r["anova"].round(4).to_html(index=False)]
-    body += ["<h2>Figures</h2>", _img(figs[0])]
-    body += [f"<p>{html.escape(curves_note)}</p>"] if curves_note else []
-    body += [_img(f) for f in figs[1:]]
-    body += [
-        "<h2>Training-health flags</h2>",
-        r["health"].to_html(index=False) if len(r["health"]) else "<p>No flags raised.</p>",
-        "<h2>Reproducibility</h2>",
-        f"<pre>{html.escape(json.dumps({k: v for k, v in man.items() if k != 'config_hashes'}, indent=1))}</pre>",
-        "</body></html>",
-    ]
-    (out / "report.html").write_text("\n".join(body))
+    blocks = _blocks(r, figs, man, curves_note)
+    (out / "report.md").write_text(to_markdown(blocks))
+    (out / "report.html").write_text(to_html(blocks, f"ablate report: {plan['sweep']} {plan['run_id']}"))
     return out

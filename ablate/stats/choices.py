@@ -5,5 +5,7 @@ implementations there (scipy, statsmodels: ~1.1 s on 2 cores) delayed every swee
 """
 
 PAIRED_TESTS = ("paired_t", "wilcoxon")
-TESTS = ("paired_t", "wilcoxon", "welch", "mannwhitney", "permutation")
-CORRECTIONS = ("holm", "bh", "none")
+TESTS = ("paired_t", "wilcoxon", "welch")  # each with the interval that inverts it (ablate.stats.tests)
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+SPENDING = ("obf", "pocock")  # alpha-spending of seeds=auto (ablate.stats.sequential)
+VERDICTS = ("baseline", "helps", "hurts", "equivalent", "inconclusive", "diverged")

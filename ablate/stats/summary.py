@@ -51,30 +51,63 @@ def trial_summaries(
 
     Diverged trials keep their row (diverged=True) but get NaN scores: they are counted, not averaged.
     """
+    curves = {}
+    if not metrics.empty and metric in metrics.columns:
+        evals = metrics[metrics[metric].notna() & (metrics.status == "done")]
+        curves = {(v, int(s)): m for (v, s), m in evals.groupby(["variant", "seed"], sort=False)}
+    empty = {
+        "final": math.nan,
+        "auc": math.nan,
+        "best": math.nan,
+        "steps_to_threshold": math.nan,
+        "n_evals": 0,
+    }
     rows = []
-    for _, t in trials.iterrows():
+    for t in trials.to_dict("records"):
         row = {
             "variant": t["variant"],
             "seed": int(t["seed"]),
             "status": t["status"],
             "diverged": t["status"] == "diverged",
-            "seconds": t.get("seconds"),
-            "peak_rss_mb": t.get("peak_rss_mb"),
-            "tokens": t.get("tokens"),
+            **{k: t.get(k) for k in ("seconds", "cpu_seconds", "gpu_seconds", "peak_rss_mb", "tokens")},
         }
-        summ = {
-            "final": math.nan,
-            "auc": math.nan,
-            "best": math.nan,
-            "steps_to_threshold": math.nan,
-            "n_evals": 0,
-        }
-        if t["status"] == "done" and not metrics.empty and metric in metrics.columns:
-            m = metrics[(metrics.variant == t["variant"]) & (metrics.seed == t["seed"])]
-            m = m[m[metric].notna()]
-            summ = summarize_curve(m["step"].to_numpy(), m[metric].to_numpy(float), final_fraction, threshold)
+        m = curves.get((t["variant"], int(t["seed"]))) if t["status"] == "done" else None
+        summ = (
+            summarize_curve(m["step"].to_numpy(), m[metric].to_numpy(float), final_fraction, threshold)
+            if m is not None
+            else empty
+        )
         rows.append(row | summ)
     return pd.DataFrame(rows)
+
+
+def final_at(tokens: np.ndarray, values: np.ndarray, budget: float, final_fraction: float) -> float:
+    """The final score (mean of the last ``final_fraction`` of evals) over the evals made within ``budget``
+    generated tokens: a trial's score as if it had stopped at that budget."""
+    keep = np.asarray(values, float)[np.asarray(tokens, float) <= budget * (1 + 1e-9)]
+    if not len(keep):
+        return math.nan
+    return float(keep[-max(1, math.ceil(final_fraction * len(keep))) :].mean())
+
+
+def token_curves(metrics: pd.DataFrame, metric: str) -> dict[tuple[str, int], tuple]:
+    """(variant, seed) -> (generated tokens before each eval, eval values, the trial's total tokens).
+
+    An eval at step s probes the policy after s updates, which consumed the rollouts of steps 0..s-1: its
+    token count is the running total of the record before it.
+    """
+    if metrics.empty or metric not in metrics or "tokens/total" not in metrics:
+        return {}
+    m = metrics[metrics.status == "done"].sort_values(["variant", "seed", "step"], kind="stable")
+    keys = [m.variant, m.seed]
+    total = pd.to_numeric(m["tokens/total"], errors="coerce").groupby(keys).ffill()
+    before = total.groupby(keys).shift(1).fillna(0.0)
+    m = m.assign(_before=before, _total=total)
+    out = {}
+    for (variant, seed), g in m[m[metric].notna()].groupby(["variant", "seed"], sort=False):
+        out[(variant, int(seed))] = (g._before.to_numpy(float), g[metric].to_numpy(float), 0.0)
+    totals = m.groupby(["variant", "seed"], sort=False)._total.max()
+    return {k: (a, b, float(totals.get(k, math.nan))) for k, (a, b, _) in out.items()}
 
 
 def iqm(x) -> float:

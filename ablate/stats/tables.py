@@ -1,4 +1,9 @@
-"""The ablation table (one row per variant vs baseline) and factorial ANOVA, as DataFrames."""
+"""The ablation table (one row per variant vs baseline) and factorial ANOVA, as DataFrames.
+
+One inference per row: the paired test on the seeds finished in both arms, its interval at the level the
+family correction gives the row (``family_levels``), the verdict read off that interval, and the power
+figures at the alpha the row must reach. Everything the report shows of a row comes from here.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +12,140 @@ import math
 import numpy as np
 import pandas as pd
 
-from ablate.stats.summary import iqm, iqm_ci
-from ablate.stats.tests import adjust, compare, verdict
+from ablate.stats import power as pw
+from ablate.stats.summary import final_at, iqm
+from ablate.stats.tests import (
+    adjust,
+    cohens_dz,
+    divergence_p,
+    family_levels,
+    interval,
+    p_value,
+    planning_alpha,
+    t_interval,
+)
+from ablate.stats.verdicts import verdict
+
+FAILED = ("failed", "error", "corrupt")
+COMPUTE_CHANGE = 0.1  # a variant whose generated tokens differ from the baseline's by more changes compute
 
 
-def _scores(sv: pd.DataFrame, score: str) -> dict[int, float]:
-    """Seed -> score of one variant's finished or diverged trials (diverged ones carry NaN)."""
-    keep = ((sv.status == "done") | sv.diverged.astype(bool)).to_numpy()
+def _cell_counts(sv: pd.DataFrame, expected: list[int]) -> dict:
+    """Seeds by outcome; a seed with no terminal status (interrupted, or never started) is 'not run'."""
+    status = dict(zip(sv.seed.astype(int), sv.status, strict=True))
+    failed = sorted(s for s, st in status.items() if st in FAILED)
+    not_run = sorted(
+        {s for s, st in status.items() if st not in (*FAILED, "done", "diverged")}
+        | (set(expected) - set(status))
+    )
+    ok = sum(st == "done" for st in status.values())
+    div = sum(st == "diverged" for st in status.values())
     return {
-        int(s): float(x) for s, x in zip(sv.seed.to_numpy()[keep], sv[score].to_numpy()[keep], strict=True)
+        "seeds_ok": ok,
+        "seeds_diverged": div,
+        "seeds_failed": len(failed),
+        "seeds_not_run": len(not_run),
+        "n_trials": ok + div + len(failed) + len(not_run),
+        "failed_seeds": ",".join(map(str, failed)),
+        "not_run_seeds": ",".join(map(str, not_run)),
     }
+
+
+def _finished_scores(sv: pd.DataFrame, score: str) -> dict[int, float]:
+    done = sv[(sv.status == "done") & np.isfinite(sv[score].astype(float))]
+    return dict(zip(done.seed.astype(int), done[score].astype(float), strict=True))
+
+
+def _stop(r: dict, d: np.ndarray, seq: dict, m: int, sd_plan: float, sesoi: float | None) -> str:
+    """Why a seeds=auto row stopped, or that it goes on (ablate.stats.sequential: the runner reads this)."""
+    from ablate.stats import sequential
+
+    looks = tuple(seq["looks"])
+    if r["verdict"] in ("helps", "hurts", "equivalent"):
+        return "conclusive"
+    if r["look"] == len(looks) - 1:
+        return "cap reached"
+    if r["look"] >= 1 and sequential.futile(
+        float(d.mean()), sd_plan, sesoi, looks, seq["alpha"] / max(m, 1), seq["spending"]
+    ):
+        return "futile"
+    return "running"
+
+
+def _expected(seeds: list[int], sequential: dict | None, variant: str) -> list[int]:
+    """The seeds a variant was meant to run: all of them, or under seeds=auto those its rounds asked for."""
+    if not sequential or "requested" not in sequential:
+        return seeds
+    return seeds[: sequential["requested"].get(variant, sequential["looks"][0])]
+
+
+def _mean(series) -> float:
+    x = pd.to_numeric(series, errors="coerce")
+    return float(x.mean()) if x.notna().any() else math.nan
+
+
+def method_note(stats, m: int, level: float, sd_plan: float, df: int, sequential: dict | None) -> str:
+    """The paragraph that says how every number of a row was made (rendered verbatim in the report)."""
+    test = {"paired_t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "welch": "Welch t-test"}[
+        primary(stats)
+    ]
+    interval_of = {
+        "paired_t": "the t-interval of the mean paired difference",
+        "wilcoxon": "the Hodges-Lehmann interval (Walsh averages) of the signed-rank test",
+        "welch": "the Welch interval of the difference of means",
+    }[primary(stats)]
+    corr = {
+        "holm": f"Holm-compatible: every row at 1 − α/(m − r) = {level:.4g}, r = rows Holm rejects, so an "
+        "interval excludes 0 exactly for the rows Holm rejects",
+        "bonferroni": f"Bonferroni: every row at 1 − α/m = {level:.4g} (simultaneous)",
+        "bh": f"Benjamini-Hochberg with FCR-adjusted intervals (Benjamini & Yekutieli): every row at "
+        f"1 − Rα/m = {level:.4g}, R = rows rejected",
+        "none": f"no correction: every row at 1 − α = {level:.4g}",
+    }[stats.correction]
+    if sequential:
+        corr = (
+            f"seeds=auto: looks at {list(sequential['looks'])} pairs, {sequential['spending']} α-spending of "
+            f"α/m per row (Bonferroni over the m rows); each row's interval is the repeated confidence "
+            f"interval at its last look's nominal level (valid across all looks), p_adj is not defined"
+        )
+    sesoi = (
+        f"equivalent (±δ) means the interval lies inside ±δ, δ = sweep.stats.sesoi = {stats.sesoi:g} "
+        "(two one-sided tests at the interval's level)"
+        if stats.sesoi is not None
+        else "no sesoi is set, so no row can be called equivalent: set sweep.stats.sesoi to test it"
+    )
+    return (
+        f"Each variant is compared with the baseline on the seeds that finished in both arms (n pairs) by a "
+        f"{test}; Δ is the mean paired difference (variant − baseline) and the interval shown is "
+        f"{interval_of}, at one level for the family of m = {m} comparisons ({corr}). The verdict is read "
+        f"off that interval: helps/hurts when it excludes 0, {sesoi}; otherwise inconclusive, with the "
+        f"seeds that would resolve it. p raw and the raw (1 − α) interval (raw_ci_* in table.csv) are "
+        f"unadjusted. MDE: the smallest |Δ| detected with {stats.power:.0%} power at α = "
+        f"{planning_alpha(stats.alpha, stats.correction, m):.3g} (the level a lone effect must reach under "
+        f"this correction) from the sd of the paired differences pooled over all rows ({_fmt(sd_plan)}, "
+        f"df = {df}), not from one row's few seeds. d_z (table.csv) = Δ / sd of that row's differences. "
+        "Diverged seeds are outcomes: counted per arm and compared by Fisher's exact test, never scored."
+    )
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if math.isfinite(x) else "n/a"
+
+
+def primary(stats) -> str:
+    return "paired_t" if stats.primary_test == "auto" else stats.primary_test
+
+
+def _sequential_level(seq: dict, m: int, n_pairs: int) -> tuple[int | None, float, int]:
+    """-> (look index, nominal alpha of that look, pairs it uses) for a seeds=auto row."""
+    from ablate.stats import sequential
+
+    looks = tuple(seq["looks"])
+    k = sequential.look_at(n_pairs, looks)
+    if k is None:
+        return None, math.nan, n_pairs
+    alphas = sequential.t_alphas(looks, seq["alpha"] / max(m, 1), seq["spending"])
+    return k, alphas[k], looks[k]
 
 
 def ablation_table(
@@ -27,70 +156,179 @@ def ablation_table(
     higher_is_better: bool,
     score: str = "final",
     expected_seeds: list[int] | None = None,
+    curves: dict | None = None,
+    sequential: dict | None = None,
 ) -> pd.DataFrame:
-    """Rows: baseline first, then each variant with its comparison, corrected p and verdict.
+    """Rows: baseline first, then each variant with its one inference (see the module docstring).
 
-    Diverged seeds count in the seed columns but are excluded from means and tests (NaN scores).
+    ``curves``: (variant, seed) -> (generated tokens before each eval, eval values), for the compute-matched
+    comparison. ``sequential``: {"looks", "spending", "alpha"} of a seeds=auto sweep.
     """
     by_variant = dict(tuple(summ.groupby("variant", sort=False)))
     empty = summ.iloc[:0]
-    base = _scores(by_variant.get(baseline, empty), score)
-    rows = []
+    expected = list(expected_seeds or [])
+    test = primary(stats)
+    base_sv = by_variant.get(baseline, empty)
+    base = _finished_scores(base_sv, score)
+    base_tokens = _mean(base_sv.tokens[base_sv.status == "done"]) if len(base_sv) else math.nan
+    rows, diffs = [], {}
     for name, ovs in variants.items():
         sv = by_variant.get(name, empty)
-        scores = _scores(sv, score)
-        seeds_present = set(sv.seed)
-        n_ok = int((sv.status == "done").sum())
-        n_div = int(sv.diverged.sum())
-        n_failed = int((~sv.status.isin(["done", "diverged"])).sum())
-        missing = sorted(set(expected_seeds or []) - seeds_present)
-        n_failed += len(missing)
-        vals = np.array([x for x in scores.values() if math.isfinite(x)])
-        row = {
-            "variant": name,
-            "changed": " ".join(ovs) if ovs else "(baseline)",
-            "seeds_ok": n_ok,
-            "seeds_failed": n_failed,
-            "seeds_diverged": n_div,
-            "n_trials": n_ok + n_div + n_failed,
-            "n_diverged": n_div,
-            "missing_seeds": ",".join(
-                map(str, missing + sorted(int(s) for s in sv[~sv.status.isin(["done", "diverged"])].seed))
-            ),
+        scores = _finished_scores(sv, score)
+        vals = np.array(list(scores.values()))
+        row = {"variant": name, "changed": " ".join(ovs) if ovs else "(baseline)"}
+        row |= _cell_counts(sv, _expected(expected, sequential, name))
+        row |= {
             "mean": float(vals.mean()) if len(vals) else math.nan,
             "sd": float(vals.std(ddof=1)) if len(vals) > 1 else math.nan,
             "iqm": iqm(vals),
+            "trial_seconds": _mean(sv.seconds) if len(sv) else math.nan,
+            "cpu_seconds": _mean(sv.get("cpu_seconds", pd.Series(dtype=float))) if len(sv) else math.nan,
+            "gpu_seconds": _mean(sv.get("gpu_seconds", pd.Series(dtype=float))) if len(sv) else math.nan,
+            "peak_rss_mb": float(pd.to_numeric(sv.peak_rss_mb, errors="coerce").max())
+            if len(sv)
+            else math.nan,
+            "tokens": _mean(sv.tokens[sv.status == "done"]) if len(sv) else math.nan,
         }
-        lo, hi = iqm_ci(vals, min(stats.n_boot, 1000)) if len(vals) >= 2 else (math.nan, math.nan)
-        row.update(iqm_low=lo, iqm_high=hi)
-        row["trial_seconds"] = (
-            float(pd.to_numeric(sv.seconds, errors="coerce").mean()) if len(sv) else math.nan
-        )
-        row["peak_rss_mb"] = (
-            float(pd.to_numeric(sv.peak_rss_mb, errors="coerce").max()) if len(sv) else math.nan
-        )
-        row["tokens"] = float(pd.to_numeric(sv.tokens, errors="coerce").mean()) if len(sv) else math.nan
+        row["tokens_ratio"] = row["tokens"] / base_tokens if base_tokens else math.nan
         if name != baseline:
-            row.update(
-                compare(
-                    scores,
-                    base,
-                    stats.primary_test,
-                    stats.alpha,
-                    stats.power,
-                    stats.n_boot,
-                )
+            common = sorted(set(scores) & set(base))
+            x, y = np.array([scores[s] for s in common]), np.array([base[s] for s in common])
+            d = x - y
+            diffs[name] = d
+            xs, ys = (vals, np.array(list(base.values()))) if test == "welch" else (x, y)
+            row |= {
+                "n_pairs": len(common),
+                "pair_seeds": ",".join(map(str, common)),
+                "test": test,
+                "delta": float(d.mean()) if len(d) else math.nan,
+                "sd_diff": float(d.std(ddof=1)) if len(d) > 1 else math.nan,
+                "d_z": cohens_dz(d),
+                "p": p_value(test, xs, ys) if min(len(xs), len(ys)) >= 2 else math.nan,
+            }
+            if test == "welch":
+                row["delta"] = float(xs.mean() - ys.mean()) if len(xs) and len(ys) else math.nan
+            row["raw_ci_low"], row["raw_ci_high"] = interval(test, xs, ys, stats.alpha)
+            row["div_p"] = divergence_p(
+                row["seeds_diverged"], row["seeds_ok"], int((base_sv.status == "diverged").sum()), len(base)
             )
         rows.append(row)
     table = pd.DataFrame(rows)
     comp = table.variant != baseline
-    if "p" in table:
-        table.loc[comp, "p_adj"] = adjust(table.loc[comp, "p"].tolist(), stats.correction)
-    for i, r in table.iterrows():
-        table.loc[i, "verdict"] = (
-            "baseline" if r.variant == baseline else verdict(r.to_dict(), stats.alpha, higher_is_better)
+    m = int(comp.sum())
+    p_adj, level = family_levels(table.loc[comp, "p"].tolist() if m else [], stats.alpha, stats.correction)
+    if m:
+        table.loc[comp, "p_adj"] = p_adj
+    sd_plan, df = pw.pooled_sd([diffs[v] for v in diffs])
+    mde_alpha = planning_alpha(stats.alpha, stats.correction, m)
+    if sequential:
+        table["look"], table["stop"] = math.nan, ""
+        from ablate.stats import sequential as sq
+
+        looks = tuple(sequential["looks"])
+        mde_alpha = sq.t_alphas(looks, sequential["alpha"] / max(m, 1), sequential["spending"])[-1]
+        table.loc[comp, "p_adj"] = math.nan
+    sesoi = stats.sesoi
+    out = []
+    for _, r in table.iterrows():
+        r = r.to_dict()
+        if r["variant"] == baseline:
+            r |= {"verdict": "baseline", "verdict_text": "baseline", "ci_level": math.nan}
+            out.append(r)
+            continue
+        alpha_row, n_use = level, int(r["n_pairs"])
+        if sequential:
+            k, alpha_row, n_use = _sequential_level(sequential, m, int(r["n_pairs"]))
+            r["look"] = math.nan if k is None else k
+        d = diffs[r["variant"]][:n_use]
+        if test == "welch":
+            xs = np.array(list(_finished_scores(by_variant.get(r["variant"], empty), score).values()))
+            lo, hi = interval(test, xs, np.array(list(base.values())), alpha_row)
+        else:
+            lo, hi = (
+                interval(test, d + 0.0, np.zeros_like(d), alpha_row)
+                if test == "wilcoxon"
+                else (t_interval(d, alpha_row))
+            )
+        r |= {
+            "ci_low": lo,
+            "ci_high": hi,
+            "ci_level": 1 - alpha_row if math.isfinite(alpha_row) else math.nan,
+        }
+        r["sesoi"] = sesoi if sesoi is not None else math.nan
+        r["mde_alpha"] = mde_alpha
+        r["mde"] = pw.mde(r["n_pairs"], mde_alpha, stats.power) * sd_plan if r["n_pairs"] >= 2 else math.nan
+        need = math.nan
+        if r["n_pairs"] >= 2 and math.isfinite(sd_plan) and sd_plan > 0 and not (lo > 0 or hi < 0):
+            need = pw.seeds_to_resolve(
+                r["delta"] / sd_plan, None if sesoi is None else sesoi / sd_plan, mde_alpha, stats.power
+            )
+        r["verdict"], r["verdict_text"] = verdict(
+            n_pairs=int(r["n_pairs"]),
+            ci_low=lo,
+            ci_high=hi,
+            sesoi=sesoi,
+            higher_is_better=higher_is_better,
+            seeds_needed=need,
+            seeds_diverged=int(r["seeds_diverged"]),
+            n_trials=int(r["n_trials"]),
         )
-    return table
+        r["seeds_needed"] = need if r["verdict"] == "inconclusive" else math.nan
+        if sequential:
+            r["stop"] = _stop(r, d, sequential, m, sd_plan, sesoi)
+        r |= _compute_matched(r, base, curves, stats.final_fraction, alpha_row, baseline)
+        out.append(r)
+    table = pd.DataFrame(out)
+    table["compute_changed"] = (table.tokens_ratio - 1).abs() > COMPUTE_CHANGE
+    table.loc[table.variant == baseline, "compute_changed"] = False
+    table.attrs["method"] = method_note(stats, m, 1 - level, sd_plan, df, sequential)
+    table.attrs["family"] = {"m": m, "ci_level": 1 - level, "sd_plan": sd_plan, "sd_df": df}
+    return table[_column_order(table)]
+
+
+COLUMNS = [
+    "variant", "changed", "seeds_ok", "seeds_diverged", "seeds_failed", "seeds_not_run", "n_trials",
+    "failed_seeds", "not_run_seeds", "mean", "sd", "iqm", "n_pairs", "pair_seeds", "test", "delta",
+    "sd_diff", "ci_low", "ci_high", "ci_level", "raw_ci_low", "raw_ci_high", "p", "p_adj", "d_z", "verdict",
+    "verdict_text", "sesoi", "mde", "mde_alpha", "seeds_needed", "div_p", "look", "stop", "trial_seconds",
+    "cpu_seconds", "gpu_seconds", "peak_rss_mb", "tokens", "tokens_ratio", "compute_changed",
+    "matched_tokens", "matched_delta", "matched_ci_low", "matched_ci_high",
+]  # fmt: skip
+
+
+def _column_order(table: pd.DataFrame) -> list[str]:
+    return [c for c in COLUMNS if c in table.columns] + [c for c in table.columns if c not in COLUMNS]
+
+
+def _compute_matched(
+    r: dict, base: dict, curves: dict | None, final_fraction: float, alpha: float, baseline: str
+):
+    """Δ at equal generated tokens: both arms of a pair scored on the evals made within the smaller of their
+    two token budgets (the arm with that budget keeps its final score)."""
+    out = {"matched_tokens": math.nan, "matched_delta": math.nan, "matched_ci_low": math.nan,
+           "matched_ci_high": math.nan}  # fmt: skip
+    if (
+        not curves
+        or not math.isfinite(r.get("tokens_ratio", math.nan))
+        or abs(r["tokens_ratio"] - 1) <= COMPUTE_CHANGE
+    ):
+        return out
+    d, budgets = [], []
+    for s in (int(x) for x in str(r["pair_seeds"]).split(",") if x != ""):
+        cv, cb = curves.get((r["variant"], s)), curves.get((baseline, s))
+        if cv is None or cb is None or not len(cv[0]) or not len(cb[0]):
+            continue
+        budget = min(cv[2], cb[2])
+        d.append(
+            final_at(cv[0], cv[1], budget, final_fraction) - final_at(cb[0], cb[1], budget, final_fraction)
+        )
+        budgets.append(budget)
+    d = np.array([x for x in d if math.isfinite(x)])
+    if len(d) >= 1:
+        out["matched_tokens"] = float(np.mean(budgets))
+        out["matched_delta"] = float(d.mean())
+        out["matched_ci_low"], out["matched_ci_high"] = t_interval(d, alpha)
+    return out
 
 
 def factorial_anova(

@@ -1,5 +1,10 @@
-"""Comparisons of a variant against the baseline: tests, bootstrap CI of the difference, effect sizes,
-multiple-comparison correction. Thin wrappers over scipy/statsmodels; no hand-rolled distributions."""
+"""One comparison of a variant with the baseline: the test, the interval that belongs to it, and the family.
+
+Why each test comes with its own interval: the report shows an interval and a verdict side by side, and a
+reviewer who sees an interval excluding 0 next to "no effect" stops trusting every row. So the interval is
+the inversion of the test (it excludes 0 exactly when the test rejects at the same level), and the family
+correction chooses ONE level per row (``family_levels``) that both read.
+"""
 
 from __future__ import annotations
 
@@ -9,63 +14,106 @@ import numpy as np
 from scipy import stats as sps
 
 from ablate.stats.choices import CORRECTIONS, PAIRED_TESTS, TESTS
-from ablate.stats.power import mde, seeds_needed
-from ablate.stats.summary import probability_of_improvement
 
 
-def _p(value) -> float:
-    v = float(value)
-    return v if math.isfinite(v) else 1.0  # a degenerate test (all differences 0) is no evidence
+def t_interval(d, alpha: float) -> tuple[float, float]:
+    """Two-sided (1 - alpha) t-interval of mean(d): what ``scipy.stats.ttest_1samp(d, 0)`` inverts.
+
+    Zero variance is decided exactly (no absolute tolerance: a metric at the 1e-6 scale is not 'constant'
+    when its differences are 1e-9): equal differences give the point itself.
+    """
+    d = np.asarray(d, float)
+    if len(d) < 2:
+        return math.nan, math.nan
+    m = float(d.mean())
+    if np.ptp(d) == 0:
+        return m, m
+    half = sps.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+    return m - half, m + half
 
 
-def run_test(name: str, x: np.ndarray, y: np.ndarray, n_resamples: int = 9999, seed: int = 0) -> float:
-    """Two-sided p-value of ``x`` (variant) vs ``y`` (baseline). Paired tests need aligned arrays."""
+def welch_interval(x, y, alpha: float) -> tuple[float, float]:
+    """(1 - alpha) Welch interval of mean(x) - mean(y), the inversion of ``ttest_ind(equal_var=False)``."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    if name == "paired_t":
+    if len(x) < 2 or len(y) < 2:
+        return math.nan, math.nan
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        v = float(x.mean() - y.mean())
+        return v, v
+    ci = sps.ttest_ind(x, y, equal_var=False).confidence_interval(confidence_level=1 - alpha)
+    return float(ci.low), float(ci.high)
+
+
+def hodges_lehmann_interval(d, alpha: float) -> tuple[float, float]:
+    """The signed-rank test's own interval: Walsh averages between the exact critical ranks.
+
+    With n pairs the exact signed-rank statistic takes n(n+1)/2 + 1 values; the interval is
+    [W_(c+1), W_(N-c)] where c is the largest count with P(T <= c) <= alpha/2 under the null. When no such
+    count exists (too few pairs for this level) the interval is unbounded: the test can never reject.
+    """
+    d = np.asarray(d, float)
+    n = len(d)
+    if n < 2:
+        return math.nan, math.nan
+    walsh = np.sort([(d[i] + d[j]) / 2 for i in range(n) for j in range(i, n)])
+    counts = _signed_rank_null(n)
+    cdf = np.cumsum(counts) / counts.sum()
+    ok = np.nonzero(cdf <= alpha / 2)[0]
+    if not len(ok):
+        return -math.inf, math.inf
+    c = int(ok[-1])  # Walsh averages cut from each end
+    return float(walsh[c]), float(walsh[len(walsh) - 1 - c])
+
+
+def _signed_rank_null(n: int) -> np.ndarray:
+    """Counts of each value 0..n(n+1)/2 of the signed-rank statistic over the 2^n sign patterns."""
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    counts[0] = 1
+    for k in range(1, n + 1):
+        shifted = np.zeros_like(counts)
+        shifted[k:] = counts[:-k]
+        counts = counts + shifted
+    return counts
+
+
+def smallest_p(test: str, n: int) -> float:
+    """The smallest two-sided p a test can reach with n pairs (0 for t-tests): rank tests are discrete."""
+    if test == "wilcoxon":
+        return 2.0 / 2**n if n >= 1 else 1.0
+    return 0.0
+
+
+def p_value(test: str, x, y) -> float:
+    """Two-sided p of ``x`` (variant) vs ``y`` (baseline); paired tests need aligned arrays (same seeds)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if test not in TESTS:
+        raise KeyError(f"sweep.stats.primary_test={test!r}: allowed: auto, {', '.join(TESTS)}")
+    if test in PAIRED_TESTS:
         d = x - y
         if len(d) < 2:
             return math.nan
-        if np.allclose(d, d[0]):  # zero variance: t is undefined; equal -> p=1, constant shift -> p=0
-            return 1.0 if abs(d[0]) < 1e-12 else 0.0
-        return _p(sps.ttest_rel(x, y).pvalue)
-    if name == "wilcoxon":
-        d = x - y
-        if len(d) < 1 or np.all(d == 0):
+        if np.ptp(d) == 0:  # t is undefined: no difference at all -> 1; an exact constant shift -> 0
+            return 1.0 if d[0] == 0 else 0.0
+        if test == "paired_t":
+            return float(sps.ttest_rel(x, y).pvalue)
+        if np.all(d == 0):
             return 1.0
-        return _p(sps.wilcoxon(x, y).pvalue)
+        return float(sps.wilcoxon(x, y, method="exact" if not np.any(d == 0) else "auto").pvalue)
     if len(x) < 2 or len(y) < 2:
         return math.nan
-    if name == "welch":
-        if np.ptp(x) == 0 and np.ptp(y) == 0:
-            return 1.0 if x[0] == y[0] else 0.0
-        return _p(sps.ttest_ind(x, y, equal_var=False).pvalue)
-    if name == "mannwhitney":
-        return _p(sps.mannwhitneyu(x, y, alternative="two-sided").pvalue)
-    if name == "permutation":
-        res = sps.permutation_test(
-            (x, y),
-            lambda a, b, axis: np.mean(a, axis=axis) - np.mean(b, axis=axis),
-            permutation_type="independent",
-            n_resamples=n_resamples,
-            vectorized=True,
-            alternative="two-sided",
-            random_state=np.random.default_rng(seed),
-        )
-        return _p(res.pvalue)
-    raise KeyError(f"sweep.stats.primary_test={name!r}: allowed: auto, {', '.join(TESTS)}")
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        return 1.0 if x[0] == y[0] else 0.0
+    return float(sps.ttest_ind(x, y, equal_var=False).pvalue)
 
 
-def hedges_g(x, y) -> float:
-    """Bias-corrected standardized mean difference of two independent samples."""
+def interval(test: str, x, y, alpha: float) -> tuple[float, float]:
+    """The (1 - alpha) interval that belongs to ``test`` (see the module docstring)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    nx, ny = len(x), len(y)
-    if nx < 2 or ny < 2:
-        return math.nan
-    pooled = math.sqrt(((nx - 1) * x.var(ddof=1) + (ny - 1) * y.var(ddof=1)) / (nx + ny - 2))
-    if pooled == 0:
-        return math.nan
-    j = 1 - 3 / (4 * (nx + ny) - 9)
-    return float(j * (x.mean() - y.mean()) / pooled)
+    if test == "paired_t":
+        return t_interval(x - y, alpha)
+    if test == "wilcoxon":
+        return hodges_lehmann_interval(x - y, alpha)
+    return welch_interval(x, y, alpha)
 
 
 def cohens_dz(d) -> float:
@@ -76,96 +124,11 @@ def cohens_dz(d) -> float:
     return float(d.mean() / d.std(ddof=1))
 
 
-def bootstrap_ci(
-    x, y, paired: bool, n_boot: int, seed: int = 0, level: float = 0.95
-) -> tuple[float, float, str]:
-    """CI of mean(x) - mean(y): BCa where it works, percentile otherwise (few or tied values). -> (lo, hi, method)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if paired:
-        data, stat = (x - y,), (lambda d, axis: np.mean(d, axis=axis))
-        if len(x) < 2 or np.ptp(x - y) == 0:
-            v = float(np.mean(x - y)) if len(x) else math.nan
-            return v, v, "degenerate"
-    else:
-        data, stat = (x, y), (lambda a, b, axis: np.mean(a, axis=axis) - np.mean(b, axis=axis))
-        if len(x) < 2 or len(y) < 2:
-            return math.nan, math.nan, "too few"
-    for method in ("BCa", "percentile"):
-        try:
-            res = sps.bootstrap(
-                data,
-                stat,
-                n_resamples=n_boot,
-                method=method,
-                confidence_level=level,
-                random_state=np.random.default_rng(seed),
-                vectorized=True,
-                paired=False,
-            )
-            lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-            if math.isfinite(lo) and math.isfinite(hi):
-                return lo, hi, method
-        except (ValueError, RuntimeError, FloatingPointError):
-            continue
-    return math.nan, math.nan, "failed"
-
-
-def compare(
-    variant: dict[int, float],
-    baseline: dict[int, float],
-    primary: str = "auto",
-    alpha: float = 0.05,
-    power: float = 0.8,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> dict:
-    """Every statistic of one variant vs the baseline, from per-seed final scores (NaN = diverged/missing)."""
-    v = {s: x for s, x in variant.items() if math.isfinite(x)}
-    b = {s: x for s, x in baseline.items() if math.isfinite(x)}
-    common = sorted(set(v) & set(b))
-    all_pair = len(common) >= 2 and len(common) == len(v) == len(b)
-    test = primary if primary != "auto" else ("paired_t" if all_pair else "welch")
-    paired = test in PAIRED_TESTS
-    xs_p, ys_p = np.array([v[s] for s in common]), np.array([b[s] for s in common])
-    xs, ys = np.array(list(v.values())), np.array(list(b.values()))
-    out = {
-        "test": test,
-        "paired": paired,
-        "n_variant": len(xs),
-        "n_baseline": len(ys),
-        "n_pairs": len(common),
-        "mean": float(xs.mean()) if len(xs) else math.nan,
-        "sd": float(xs.std(ddof=1)) if len(xs) > 1 else math.nan,
-    }
-    out["delta"] = (
-        float(xs_p.mean() - ys_p.mean())
-        if paired and len(common)
-        else (float(xs.mean() - ys.mean()) if len(xs) and len(ys) else math.nan)
-    )
-    for name in TESTS:
-        a, bb = (xs_p, ys_p) if name in PAIRED_TESTS else (xs, ys)
-        out[f"p_{name}"] = run_test(name, a, bb, seed=seed) if len(a) >= 2 and len(bb) >= 2 else math.nan
-    out["p"] = out[f"p_{test}"]
-    lo, hi, method = bootstrap_ci(xs_p if paired else xs, ys_p if paired else ys, paired, n_boot, seed)
-    out.update(ci_low=lo, ci_high=hi, ci_method=method)
-    out["hedges_g"] = hedges_g(xs, ys)
-    out["d_z"] = cohens_dz(xs_p - ys_p) if len(common) >= 2 else math.nan
-    out["effect"] = out["d_z"] if paired else out["hedges_g"]
-    out["prob_improvement"] = probability_of_improvement(xs, ys)
-    n = len(common) if paired else min(len(xs), len(ys))
-    sd_ref = (
-        float(np.std(xs_p - ys_p, ddof=1))
-        if paired and len(common) >= 2
-        else math.sqrt((np.var(xs, ddof=1) + np.var(ys, ddof=1)) / 2)
-        if len(xs) > 1 and len(ys) > 1
-        else math.nan
-    )
-    out["mde_effect"] = mde(n, alpha, power, paired)
-    out["mde"] = out["mde_effect"] * sd_ref if math.isfinite(sd_ref) else math.nan  # in metric units
-    out["seeds_needed"] = (
-        seeds_needed(out["effect"], alpha, power, paired) if math.isfinite(out["effect"]) else math.nan
-    )
-    return out
+def divergence_p(div_variant: int, ok_variant: int, div_baseline: int, ok_baseline: int) -> float:
+    """Fisher's exact test of the divergence rate (diverged vs finished) between the two arms; NaN if none."""
+    if div_variant + div_baseline == 0:
+        return math.nan
+    return float(sps.fisher_exact([[div_variant, ok_variant], [div_baseline, ok_baseline]]).pvalue)
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -179,7 +142,8 @@ def holm(p: np.ndarray) -> np.ndarray:
 
 
 def adjust(pvalues: list[float], method: str) -> list[float]:
-    """Holm (family-wise) / Benjamini-Hochberg (FDR) / none, over the sweep's comparisons. NaNs pass through."""
+    """Holm / Bonferroni (family-wise) / Benjamini-Hochberg (FDR) / none over the sweep's comparisons.
+    NaNs (rows with too few pairs) pass through and do not count in the family."""
     if method not in CORRECTIONS:
         raise KeyError(f"sweep.stats.correction={method!r}: allowed: {', '.join(CORRECTIONS)}")
     p = np.asarray(pvalues, float)
@@ -187,22 +151,38 @@ def adjust(pvalues: list[float], method: str) -> list[float]:
     ok = np.isfinite(p)
     if ok.any() and method == "holm":
         out[ok] = holm(p[ok])
+    elif ok.any() and method == "bonferroni":
+        out[ok] = np.minimum(p[ok] * ok.sum(), 1.0)
     elif ok.any() and method == "bh":
         out[ok] = sps.false_discovery_control(p[ok], method="bh")
     return out.tolist()
 
 
-def verdict(row: dict, alpha: float, higher_is_better: bool, min_seeds: int = 3) -> str:
-    """helps / hurts / no detectable effect (MDE) / inconclusive (too few seeds) / diverged in k of n."""
-    n_div, n_all = row.get("n_diverged", 0), row.get("n_trials", 0)
-    if n_all and n_div == n_all:
-        return f"diverged in {n_div} of {n_all} seeds"
-    n = row["n_pairs"] if row["paired"] else min(row["n_variant"], row["n_baseline"])
-    prefix = f"diverged in {n_div} of {n_all} seeds; " if n_div else ""
-    if n < min_seeds or not math.isfinite(row.get("p_adj", math.nan)):
-        return prefix + f"inconclusive (too few seeds: {n})"
-    if row["p_adj"] < alpha:
-        better = (row["delta"] > 0) == higher_is_better
-        return prefix + ("helps" if better else "hurts")
-    mde_txt = f"{row['mde']:.3g}" if math.isfinite(row.get("mde", math.nan)) else "?"
-    return prefix + f"no detectable effect (MDE ±{mde_txt})"
+def family_levels(pvalues: list[float], alpha: float, method: str) -> tuple[list[float], float]:
+    """-> (adjusted p per row, the two-sided level every row's interval is drawn at).
+
+    The level is the last threshold of the correction's own procedure, so a row's interval excludes 0
+    exactly when the correction rejects it (m = rows with a p-value):
+    - none: alpha.  bonferroni: alpha/m (simultaneous).
+    - holm: alpha/(m - r), r = rows Holm rejects (alpha when it rejects all): every rejected row has
+      p < alpha/(m - r), every other row p >= alpha/(m - r) (Strassburger & Bretz 2008 give the rows not
+      rejected this level).
+    - bh: R*alpha/m, R = rows rejected (alpha/m when none): Benjamini & Yekutieli's FCR-adjusted level.
+    Every level is <= alpha, so each interval covers with at least 1 - alpha on its own.
+    """
+    p_adj = adjust(pvalues, method)
+    p = np.asarray(pvalues, float)
+    m = int(np.isfinite(p).sum())
+    if m == 0 or method == "none":
+        return p_adj, alpha
+    rejected = int(sum(q < alpha for q in p_adj if math.isfinite(q)))
+    if method == "bonferroni":
+        return p_adj, alpha / m
+    if method == "holm":
+        return p_adj, alpha / (m - rejected) if rejected < m else alpha
+    return p_adj, max(rejected, 1) * alpha / m  # bh
+
+
+def planning_alpha(alpha: float, method: str, m: int) -> float:
+    """The level a lone real effect among m rows must reach: alpha/m under every correction's first step."""
+    return alpha if method == "none" or m <= 1 else alpha / m

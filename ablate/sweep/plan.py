@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from omegaconf import DictConfig, OmegaConf
 
 from ablate.compose import Composer, merge_overrides, override_key
-from ablate.config import ConfigError, parse_seeds, validate_trial
+from ablate.config import ConfigError, parse_seeds, validate_stats, validate_trial
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
 LAUNCH_KEYS = (
@@ -68,6 +68,7 @@ class Plan:
     seeds: list[int]
     trials: list[Trial]
     spec: dict
+    sequential: dict | None = None  # seeds=auto: {"looks", "spending", "alpha"} (ablate.stats.sequential)
 
 
 def is_launch_override(ov: str) -> bool:
@@ -131,21 +132,28 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     spec = cfg.sweep
     if not spec.name:
         raise ConfigError("sweep.name='': a sweep file must set name")
-    seeds = parse_seeds(
-        OmegaConf.to_object(cfg.seeds) if isinstance(cfg.seeds, DictConfig | list) else cfg.seeds
-    )
-    from ablate.stats.choices import CORRECTIONS, TESTS
-
+    auto = cfg.seeds == "auto"
     st = spec.stats
-    if st.correction not in CORRECTIONS:
-        raise ConfigError(f"sweep.stats.correction={st.correction!r}: allowed: {', '.join(CORRECTIONS)}")
-    if st.primary_test not in ("auto", *TESTS):
-        raise ConfigError(f"sweep.stats.primary_test={st.primary_test!r}: allowed: auto, {', '.join(TESTS)}")
-    if not 0 < st.alpha < 1:
-        raise ConfigError(f"sweep.stats.alpha={st.alpha!r}: must be in (0, 1)")
-    if not 0 < st.final_fraction <= 1:
-        raise ConfigError(f"sweep.stats.final_fraction={st.final_fraction!r}: must be in (0, 1]")
+    seeds = (
+        list(range(st.max_seeds))
+        if auto
+        else parse_seeds(
+            OmegaConf.to_object(cfg.seeds) if isinstance(cfg.seeds, DictConfig | list) else cfg.seeds
+        )
+    )
     variants, factors = _variants(spec)
+    validate_stats(st, len(variants) - 1, st.min_seeds if auto else len(seeds))
+    sequential = None
+    if auto:
+        if st.sesoi is None:
+            raise ConfigError(
+                "seeds=auto: needs sweep.stats.sesoi, so rows with no effect can stop as equivalent "
+                "(else every null row runs to sweep.stats.max_seeds)"
+            )
+        from ablate.stats.sequential import schedule
+
+        sequential = {"looks": list(schedule(st.min_seeds, st.max_seeds, st.round_size)), "spending": st.spending,
+                      "alpha": st.alpha}  # fmt: skip
     for name in variants:
         if not _SAFE_NAME.match(name):
             raise ConfigError(f"sweep variant {name!r}: names may use letters, digits and _ . , = + - only")
@@ -199,6 +207,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
         seeds,
         trials,
         OmegaConf.to_container(spec, resolve=True),
+        sequential,
     )
 
 
@@ -210,11 +219,19 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None) -> s
         f"resources per trial: {cfg.launcher.cpus_per_trial} CPU, {cfg.launcher.gpus_per_trial} GPU; "
         f"retries {cfg.launcher.max_failures}",
     ]
+    if plan.sequential:
+        looks = plan.sequential["looks"]
+        lines.append(
+            f"seeds=auto: {looks[0]} seeds for every variant, then more in rounds to the rows still "
+            f"inconclusive (looks at {looks} pairs, {plan.sequential['spending']} alpha-spending): "
+            f"{len(plan.variants) * looks[0]} to {len(plan.trials)} trials"
+        )
     for name, ovs in plan.variants.items():
         lines.append(f"  {name:<28} {' '.join(ovs) if ovs else '(baseline)'}")
     if est_trial_s:
         slots = max(1, int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial))
-        total = est_trial_s * len(plan.trials) / slots
+        n = len(plan.variants) * plan.sequential["looks"][0] if plan.sequential else len(plan.trials)
+        total = est_trial_s * n / slots
         lines.append(
             f"estimated wall clock: ~{total / 60:.1f} min on {slots} slots (~{est_trial_s:.0f} s per trial)"
         )

@@ -21,9 +21,10 @@ class SweepProgress:
         self.live: Live | None = None
 
     # ---- lifecycle, called by the runner ----
-    def begin(self, plan, pending) -> None:
+    def begin(self, plan, pending, total: int | None = None) -> None:
         self.t0 = time.time()
-        self.total, self.skipped = len(plan.trials), len(plan.trials) - len(pending)
+        self.total = len(plan.trials) if total is None else total
+        self.skipped = self.total - len(pending)
         self.steps_per_trial = {}
         self.done = self.failed = 0
         self.running: dict[str, int] = {}

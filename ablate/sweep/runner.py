@@ -266,35 +266,66 @@ def execute(plan: Plan, cfg, progress=None) -> dict:
         lock.release()
 
 
-def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
+def _write_plan(plan: Plan, run: Path, requested: dict[str, int] | None = None) -> None:
     import json
 
-    store.write_atomic(
-        run / "plan.json",
-        json.dumps(
-            {
-                "sweep": plan.sweep,
-                "run_id": plan.run_id,
-                "baseline": plan.baseline,
-                "variants": plan.variants,
-                "factors": plan.factors,
-                "seeds": plan.seeds,
-                "spec": plan.spec,
-                "trials": [
-                    {"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash} for t in plan.trials
-                ],
-            },
-            indent=1,
-        ),
-    )
+    record = {
+        "sweep": plan.sweep,
+        "run_id": plan.run_id,
+        "baseline": plan.baseline,
+        "variants": plan.variants,
+        "factors": plan.factors,
+        "seeds": plan.seeds,
+        "spec": plan.spec,
+        "trials": [{"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash} for t in plan.trials],
+    }
+    if plan.sequential:
+        record["sequential"] = {**plan.sequential, "requested": requested or {}}
+    store.write_atomic(run / "plan.json", json.dumps(record, indent=1))
+
+
+def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
+    if plan.sequential:
+        return _execute_adaptive(plan, cfg, run, progress)
+    _write_plan(plan, run)
+    return _run_trials(plan, plan.trials, cfg, run, progress)
+
+
+def _execute_adaptive(plan: Plan, cfg, run: Path, progress) -> dict:
+    """seeds=auto: every variant gets the first look's seeds; after each round the rows still inconclusive
+    (and the baseline) get the next look's, until no row continues or the last look is reached. Decisions
+    are read from the store with the report's own table, so a rerun retraces the same rounds."""
+    from ablate.report.render import build
+
+    looks = plan.sequential["looks"]
+    requested = dict.fromkeys(plan.variants, looks[0])
+    counts = {"total": 0, "skipped": 0, "ran": 0, "failed": 0}
+    for k in range(len(looks)):
+        _write_plan(plan, run, requested)
+        batch = [t for t in plan.trials if t.seed in plan.seeds[: requested[t.variant]]]
+        got = _run_trials(plan, batch, cfg, run, progress)
+        counts["skipped"] += got["skipped"] if k == 0 else 0
+        counts["ran"] += got["ran"]
+        counts["failed"] += got["failed"]
+        counts["total"] = len(batch)
+        if k == len(looks) - 1:
+            break
+        table = build(run)["table"]
+        going = set(table[table.stop == "running"].variant) if "stop" in table else set()
+        if not going:
+            break
+        for v in (*going, plan.baseline):
+            requested[v] = looks[k + 1]
+    return counts
+
+
+def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress) -> dict:
     pending = [
-        t
-        for t in plan.trials
-        if not store.is_finished(store.trial_paths(run, t.variant, t.seed), t.config_hash)
+        t for t in trials if not store.is_finished(store.trial_paths(run, t.variant, t.seed), t.config_hash)
     ]
-    counts = {"total": len(plan.trials), "skipped": len(plan.trials) - len(pending), "ran": len(pending)}
+    counts = {"total": len(trials), "skipped": len(trials) - len(pending), "ran": len(pending)}
     if progress is not None:
-        progress.begin(plan, pending)
+        progress.begin(plan, pending, total=len(trials))
     try:
         if pending:
             _run_on_ray(pending, cfg, run, progress)

@@ -1,8 +1,16 @@
-"""Training-health rules over one trial's metric history, each with the remedy the seed recommends."""
+"""Training-health rules over one trial's metric history, and remedies read against the trial's own config.
+
+Why the config: a remedy that recommends what the variant already does ("use update_epochs=1" on the
+update_epochs=1 variant, "add an entropy bonus" to a run that has one) tells the reader the tool did not look.
+So a rule that is about a setting only fires where the setting allows it (``epoch_overfit`` needs μ > 1), and
+each remedy names a change away from the trial's actual values. Without a config (a simulated store) the
+rules fire as before and the remedies stay generic.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -15,14 +23,19 @@ RULES = {
     "epoch_overfit": "loss rising while the reward oscillates (too many update epochs)",
     "flat_reward": "positive rate high but reward flat (little left to learn, or a reward/verifier mismatch)",
 }
-REMEDIES = {
-    "entropy_collapse": "lower the lr, add a small entropy bonus, or raise the sampling temperature",
-    "zero_group_std": "raise K, use dynamic sampling (drop_zero_std), or harder prompts",
-    "grad_norm_spikes": "lower the lr or tighten grad_clip",
-    "length_hacking": "use a length-unbiased aggregation (length_norm=constant) or mask truncated completions",
-    "epoch_overfit": "use fewer update epochs (update_epochs=1 or 2)",
-    "flat_reward": "check the verifier and the reward scale; the task may be solved already",
-}
+MAX_K = 32  # the largest conf/k option: past it a bigger group mostly buys cost, not signal
+TRUNC_MASKS = ("truncated", "format_truncated")
+CONSTANT_AGG = "seq-mean-token-sum-norm"  # length_norm=constant (Dr. GRPO)
+
+
+def _get(cfg: dict | None, dotted: str, default=None):
+    """cfg['a']['b'] for 'a.b', or ``default`` where any level is missing (old stores lack newer keys)."""
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
 
 
 def _series(h: pd.DataFrame, key: str) -> np.ndarray:
@@ -31,8 +44,8 @@ def _series(h: pd.DataFrame, key: str) -> np.ndarray:
     return pd.to_numeric(h[key], errors="coerce").dropna().to_numpy(float)
 
 
-def health_flags(history: pd.DataFrame | list[dict]) -> list[str]:
-    """Names of the rules one trial's history trips (see RULES)."""
+def health_flags(history: pd.DataFrame | list[dict], cfg: dict | None = None) -> list[str]:
+    """Names of the rules one trial's history trips (see RULES); ``cfg`` is the trial's config as a dict."""
     h = pd.DataFrame(history) if not isinstance(history, pd.DataFrame) else history
     flags = []
     ent = _series(h, "entropy")
@@ -54,7 +67,8 @@ def health_flags(history: pd.DataFrame | list[dict]) -> list[str]:
         if grew and r[-k:].mean() > r[:k].mean() and np.corrcoef(r, length)[0, 1] > 0.7:
             flags.append("length_hacking")
     loss = _series(h, "loss")
-    if len(loss) >= 10 and len(r) >= 10:
+    epochs = _get(cfg, "algo.update_epochs")
+    if len(loss) >= 10 and len(r) >= 10 and (epochs is None or epochs > 1):  # μ = 1 has no epochs to overfit
         half = len(loss) // 2
         rising = (
             np.polyfit(np.arange(half, len(loss)), loss[half:], 1)[0] > 0
@@ -77,21 +91,137 @@ def health_flags(history: pd.DataFrame | list[dict]) -> list[str]:
     return flags
 
 
-def health_table(metrics: pd.DataFrame) -> pd.DataFrame:
-    """One row per (variant, seed, flag) with its description and remedy."""
-    rows = []
+def _join(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+def _entropy_collapse(cfg, h) -> str:
+    lr, coef, temp = _get(cfg, "optim.lr"), _get(cfg, "algo.entropy.coef"), _get(cfg, "rollout.temperature")
+    parts = [f"lower the lr (optim.lr={lr / 3:.2g})" if lr else "lower the lr"]
+    if coef is None:
+        parts.append("add a small entropy bonus")
+    elif coef > 0:  # already has one: the remedy is a stronger one, not "add"
+        parts.append(f"raise the entropy bonus (algo.entropy.coef={2 * coef:.2g}, now {coef:g})")
+    else:
+        parts.append("add a small entropy bonus (entropy=constant)")
+    parts.append(
+        f"raise the sampling temperature (rollout.temperature={temp + 0.2:.2g})"
+        if temp is not None
+        else "raise the sampling temperature"
+    )
+    return _join(parts)
+
+
+def _zero_group_std(cfg, h) -> str:
+    pos = _series(h, "positive_rate")
+    late = pos[len(pos) // 2 :].mean() if len(pos) >= 4 else math.nan
+    if late > 0.9:  # all-correct groups: more samples of a solved prompt are still all correct
+        parts = ["harder prompts (most are solved: the groups are all-correct)"]
+    elif late < 0.1:
+        parts = ["easier prompts or a longer warm start (most are unsolved: the groups are all-wrong)"]
+    else:
+        parts = ["harder prompts"]
+        k = _get(cfg, "algo.responses_per_prompt")
+        if k is None:
+            parts.append("raise K")
+        elif k < MAX_K:  # a group of K is all-equal with probability p^K + (1-p)^K: doubling K shrinks it
+            parts.append(f"raise K (k={min(2 * k, MAX_K)}, now {k})")
+    mode = _get(cfg, "algo.dynamic_sampling.mode")
+    if mode is None:
+        parts.append("use dynamic sampling (dynamic_sampling=drop_zero_std)")
+    elif mode != "drop_zero_std":
+        parts.append(f"drop zero-std groups (dynamic_sampling=drop_zero_std, now {mode})")
+    return _join(parts)
+
+
+def _grad_norm_spikes(cfg, h) -> str:
+    lr, clip = _get(cfg, "optim.lr"), _get(cfg, "optim.grad_clip")
+    parts = [f"lower the lr (optim.lr={lr / 3:.2g})" if lr else "lower the lr"]
+    if clip is None:
+        parts.append("tighten grad_clip")
+    elif clip <= 0:
+        parts.append("enable gradient clipping (optim.grad_clip=1.0)")
+    else:
+        parts.append(f"tighten gradient clipping (optim.grad_clip={clip / 2:g}, now {clip:g})")
+    return _join(parts)
+
+
+def _length_hacking(cfg, h) -> str:
+    agg, mask = _get(cfg, "algo.loss_agg"), _get(cfg, "algo.token_mask")
+    parts = []
+    if agg != CONSTANT_AGG:
+        parts.append("a length-unbiased aggregation (length_norm=constant)")
+    if mask not in TRUNC_MASKS:
+        parts.append("mask truncated completions (token_mask=truncated)")
+    if not parts:  # both already on: what is left is the budget and the reward itself
+        max_len = _get(cfg, "rollout.max_response_length")
+        limit = f" (rollout.max_response_length below {max_len})" if max_len else ""
+        parts = [f"a shorter response budget{limit}", "a length penalty in the reward"]
+    return _join(parts)
+
+
+def _epoch_overfit(cfg, h) -> str:
+    mu = _get(cfg, "algo.update_epochs")
+    return f"fewer update epochs, e.g. update_epochs={mu // 2} (now {mu})" if mu else "fewer update epochs"
+
+
+def _flat_reward(cfg, h) -> str:
+    return "check the verifier and the reward scale; the task may be solved already"
+
+
+REMEDIES: dict[str, Callable[[dict | None, pd.DataFrame], str]] = {
+    "entropy_collapse": _entropy_collapse,
+    "zero_group_std": _zero_group_std,
+    "grad_norm_spikes": _grad_norm_spikes,
+    "length_hacking": _length_hacking,
+    "epoch_overfit": _epoch_overfit,
+    "flat_reward": _flat_reward,
+}
+
+
+def remedy(flag: str, cfg: dict | None = None, history: pd.DataFrame | None = None) -> str:
+    """What to change, read against the trial's config (never what it already does)."""
+    return REMEDIES[flag](cfg, history if history is not None else pd.DataFrame())
+
+
+COLUMNS = ["variant", "flag", "seeds", "n_flagged", "n_seeds", "flagged_seeds", "meaning", "remedy"]
+
+
+def health_table(
+    metrics: pd.DataFrame, config_of: Callable[[str, int], dict | None] | None = None
+) -> pd.DataFrame:
+    """One row per (variant, flag): on how many of the variant's finished seeds it fired ("k of n"), which
+    seeds, and the remedy for that variant's config. ``config_of(variant, seed)`` returns a trial's config
+    as a dict (None where unknown); it is called only for trials that raise a flag."""
     if metrics.empty:
-        return pd.DataFrame(columns=["variant", "seed", "flag", "meaning", "remedy"])
+        return pd.DataFrame(columns=COLUMNS)
+    config_of = config_of or (lambda v, s: None)
+    hits: dict[tuple[str, str], list[int]] = {}
+    remedies: dict[tuple[str, str], str] = {}
+    n_seeds: dict[str, int] = {}
     for (variant, seed), h in metrics.groupby(["variant", "seed"], sort=True):
-        train_rows = h[h["loss"].notna()] if "loss" in h else h  # drop the eval-only final record
-        for flag in health_flags(train_rows.sort_values("step")):
-            rows.append(
-                {
-                    "variant": variant,
-                    "seed": int(seed),
-                    "flag": flag,
-                    "meaning": RULES[flag],
-                    "remedy": REMEDIES[flag],
-                }
-            )
-    return pd.DataFrame(rows, columns=["variant", "seed", "flag", "meaning", "remedy"])
+        n_seeds[variant] = n_seeds.get(variant, 0) + 1
+        train_rows = (h[h["loss"].notna()] if "loss" in h else h).sort_values("step")  # no eval-only record
+        flags = health_flags(train_rows)
+        if not flags:
+            continue
+        cfg = config_of(variant, int(seed))
+        if cfg is not None and "epoch_overfit" in flags:  # the one rule the config can switch off
+            flags = health_flags(train_rows, cfg)
+        for flag in flags:
+            hits.setdefault((variant, flag), []).append(int(seed))
+            remedies.setdefault((variant, flag), remedy(flag, cfg, train_rows))
+    rows = [
+        {
+            "variant": variant,
+            "flag": flag,
+            "seeds": f"{len(seeds)} of {n_seeds[variant]}",
+            "n_flagged": len(seeds),
+            "n_seeds": n_seeds[variant],
+            "flagged_seeds": ",".join(map(str, seeds)),
+            "meaning": RULES[flag],
+            "remedy": remedies[(variant, flag)],
+        }
+        for (variant, flag), seeds in hits.items()
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -40,7 +40,7 @@ BAD = [
         "dynamic sampling",
     ),
     (["sweep=technique_matrix", "logger=tensorboard"], "logger='tensorboard'"),
-    (["sweep=technique_matrix", "sweep.stats.correction=bonferroni"], "sweep.stats.correction='bonferroni'"),
+    (["sweep=technique_matrix", "sweep.stats.correction=sidak"], "sweep.stats.correction='sidak'"),
     (
         ["sweep=technique_matrix", "sweep.baseline=entropy_off"],
         "sweep.variants.entropy_off: a variant may not reuse the baseline's name",

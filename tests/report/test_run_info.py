@@ -1,0 +1,62 @@
+"""The report header names what ran: model (and the tiny model's size), task, budget, preset, seeds used."""
+
+import json
+
+import pandas as pd
+import yaml
+
+from ablate import store
+from ablate.report.run_info import describe_run, header_text, tiny_param_count, trial_config
+
+CONFIG = {
+    "model": {"name": "tiny", "hidden_size": 64, "intermediate_size": 128, "num_layers": 2, "num_heads": 4},
+    "task": {"name": "reverse", "alphabet": "abcdefgh"},
+    "train": {"steps": 8, "prompts_per_step": 8},
+    "algo": {"responses_per_prompt": 8},
+}
+
+
+def _store(tmp_path, seeds_done=(0, 1, 2), planned=(0, 1, 2, 3), overrides=("k=8", "preset=toy")):
+    run = store.run_dir(tmp_path, "sw", "r1")
+    rows = []
+    for s in planned:
+        p = store.trial_paths(run, "baseline", s)
+        p.dir.mkdir(parents=True)
+        if s in seeds_done:
+            p.config.write_text(yaml.safe_dump(CONFIG))
+            store.write_status(p, status="done", overrides=list(overrides))
+        rows.append({"variant": "baseline", "seed": s, "status": "done" if s in seeds_done else "missing"})
+    plan = {"baseline": "baseline", "seeds": list(planned)}
+    (run / "plan.json").write_text(json.dumps(plan))
+    return run, plan, pd.DataFrame(rows)
+
+
+def test_tiny_param_count_by_hand():
+    # vocab 11 x 64 (tied) + 2 x (4*64^2 + 3*64*128 + 2*64) + 64 = 704 + 82176 + 64
+    assert tiny_param_count(CONFIG["model"], 11) == 82944
+
+
+def test_header_names_model_size_task_budget_preset_and_seeds(tmp_path):
+    run, plan, trials = _store(tmp_path)
+    assert trial_config(run, "baseline", 0)["task"]["name"] == "reverse"
+    assert trial_config(run, "baseline", 3) is None
+    info = describe_run(run, plan, trials)
+    assert info["preset"] == "toy" and info["params"] == 82944
+    text = header_text(info)
+    for part in (
+        "model `tiny` (embedded Llama-style, 2 layers, hidden 64, 83k parameters)",
+        "task `reverse`",
+        "8 RL steps × 8 prompts per step × K = 8",
+        "preset `toy`",
+        "seeds used 0–2 (planned 0–3)",
+        "toy-scale run",
+    ):
+        assert part in text, part
+
+
+def test_no_preset_and_no_config_are_said_outright(tmp_path):
+    run, plan, trials = _store(tmp_path, overrides=("k=8",))
+    assert "no preset" in header_text(describe_run(run, plan, trials))
+    empty, plan, trials = _store(tmp_path / "b", seeds_done=())
+    text = header_text(describe_run(empty, plan, trials))
+    assert "not recorded" in text and "seeds used none" in text

@@ -1,0 +1,56 @@
+"""seeds=auto through the real CLI and Ray: rows that are conclusive at the first look stop there, the others
+get the next round's seeds with the baseline, the report says how many seeds each row used and why it
+stopped, and a rerun resumes from the store without running anything again."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from ablate.config import ConfigError
+from tests.helpers import cli, statuses, the_run, write_sweep
+
+pytestmark = pytest.mark.slow
+
+
+def test_adaptive_rounds_stop_conclusive_rows_and_extend_the_rest(tmp_path):
+    # 'same' is the baseline itself under another name (identical trials): its differences are exactly 0, so
+    # its interval is the point 0, inside any sesoi: equivalent at the first look. 'boom' diverges in every
+    # seed: no pair, inconclusive, so it goes on to the cap (2 -> 3 seeds) with the baseline.
+    boom = [
+        "task.reward_scale=1e38",
+        "adv_norm=none",
+        "optim.lr=10",
+        "optim.grad_clip=0",
+        "task.process_weight=1",
+    ]
+    sp = write_sweep(tmp_path / "sweeps", "auto", {"same": ["train.fault_seed=-1"], "boom": boom})
+    stats = [
+        "sweep.stats.sesoi=0.05",
+        "sweep.stats.min_seeds=2",
+        "sweep.stats.max_seeds=3",
+        "sweep.stats.round_size=1",
+    ]
+    proc = cli([sp, "sweep=auto", "seeds=auto", *stats], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = the_run(tmp_path, "auto")
+    seeds = {}
+    for v, s in statuses(run):
+        seeds.setdefault(v, set()).add(s)
+    assert seeds == {"baseline": {0, 1, 2}, "same": {0, 1}, "boom": {0, 1, 2}}
+    plan = json.loads((run / "plan.json").read_text())
+    assert plan["sequential"]["looks"] == [2, 3]
+    assert plan["sequential"]["requested"] == {"baseline": 3, "same": 2, "boom": 3}
+    t = pd.read_csv(tmp_path / "reports" / "auto" / run.name / "table.csv").set_index("variant")
+    assert t.loc["same", "verdict"] == "equivalent" and t.loc["same", "stop"] == "conclusive"
+    assert t.loc["same", "seeds_not_run"] == 0  # a row that stopped early is not missing seeds
+    assert t.loc["boom", "stop"] == "cap reached"
+    again = cli([sp, "sweep=auto", "seeds=auto", *stats], cwd=tmp_path)
+    assert again.returncode == 0 and " 0 ran" in again.stdout, again.stdout
+
+
+def test_adaptive_seeds_need_a_sesoi(compose_cfg):
+    from ablate.sweep.plan import build_plan
+
+    with pytest.raises(ConfigError, match="seeds=auto: needs sweep.stats.sesoi"):
+        build_plan(compose_cfg(["sweep=smoke", "seeds=auto", "sweep.stats.sesoi=null"]), [])
