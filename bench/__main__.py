@@ -78,7 +78,9 @@ def bench_step(rounds: int, steps: int, blocks: int, ks=(8, 16), threads=(1, 2))
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", nargs="*", default=["step", "rollout", "sweep", "report", "adaptive"])
+    ap.add_argument(
+        "--only", nargs="*", default=["step", "rollout", "sweep", "report", "adaptive", "calibration"]
+    )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="K=8, 1 thread, 1 round")
     args = ap.parse_args()
@@ -174,6 +176,16 @@ def main() -> None:
 
         results["adaptive"] = adaptive_seeds.run(reps=300 if args.quick else 2000)
         adaptive_seeds.print_table(results["adaptive"])
+    if "calibration" in args.only:
+        from ablate.stats.calibrate import run_all
+
+        results["calibration"] = c = run_all(0.5 if args.quick else 3.0)
+        print("\n== calibration through `python -m ablate report` on simulated stores with known truth")
+        for name, r in c.items():
+            print(
+                f"  {name:<30} "
+                + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in r.items())
+            )
     out = RESULTS / f"bench-{stamp}.json"
     out.write_text(json.dumps(results, indent=1))
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))

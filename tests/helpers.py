@@ -11,6 +11,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Overrides that make every seed of a trial diverge (a reward of 1e38 and lr 10 overflow within a few steps).
+DIVERGES = [
+    "task.reward_scale=1e38",
+    "adv_norm=none",
+    "optim.lr=10",
+    "optim.grad_clip=0",
+    "task.process_weight=1",
+]
+
 # A tiny sweep for end-to-end tests: 2 variants x N seeds, a few steps each.
 TINY_SWEEP = """# @package sweep
 name: {name}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import subprocess
@@ -33,6 +34,7 @@ PACKAGES = (
 )
 
 
+@functools.cache
 def _git_commit() -> str:
     try:
         return (
@@ -49,13 +51,21 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def manifest(plan: dict, trials: pd.DataFrame) -> dict:
+@functools.cache
+def _versions() -> dict[str, str]:
+    """Installed versions of the packages a result depends on (once per process: reading each package's
+    metadata costs ~2 ms, and calibration writes thousands of reports)."""
     versions = {}
     for p in PACKAGES:
         try:
             versions[p] = metadata.version(p)
         except metadata.PackageNotFoundError:
             versions[p] = "not installed"
+    return versions
+
+
+def manifest(plan: dict, trials: pd.DataFrame) -> dict:
+    versions = dict(_versions())
     hashes = (
         trials[["variant", "seed", "config_hash"]].sort_values(["variant", "seed"]).to_dict("records")
         if len(trials)

@@ -63,8 +63,8 @@ def _stop(r: dict, d: np.ndarray, seq: dict, m: int, sd_plan: float, sesoi: floa
     looks = tuple(seq["looks"])
     if r["verdict"] in ("helps", "hurts", "equivalent"):
         return "conclusive"
-    if r["look"] == len(looks) - 1:
-        return "cap reached"
+    if r["look"] == len(looks) - 1 or seq.get("requested", {}).get(r["variant"]) == looks[-1]:
+        return "cap reached"  # (a row with every seed diverged has no look but ran them all)
     if r["look"] >= 1 and sequential.futile(
         float(d.mean()), sd_plan, sesoi, looks, seq["alpha"] / max(m, 1), seq["spending"]
     ):

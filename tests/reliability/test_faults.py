@@ -7,7 +7,16 @@ import pandas as pd
 import pytest
 
 from ablate import store
-from tests.helpers import cli, fingerprint, metrics_without_time, start_cli, statuses, the_run, write_sweep
+from tests.helpers import (
+    DIVERGES,
+    cli,
+    fingerprint,
+    metrics_without_time,
+    start_cli,
+    statuses,
+    the_run,
+    write_sweep,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -31,25 +40,23 @@ def test_trial_crash_is_retried_then_recorded_failed(tmp_path):
     assert st["attempts"] == 2  # retried once (launcher.max_failures=1)
     assert "InjectedFault: injected fault at step 2" in st["error"] and "Traceback" in st["error"]
     md = (tmp_path / "reports" / "fault" / run.name / "report.md").read_text()
-    assert "Missing cells" in md and "baseline seeds 1" in md and "entropy_off seeds 1" in md
+    assert (
+        "Failed (the trial raised an error" in md
+        and "`baseline` seeds 1" in md
+        and "`entropy_off` seeds 1" in md
+    )
 
 
 def test_divergence_is_counted_and_excluded(tmp_path):
-    boom = [
-        "task.reward_scale=1e38",
-        "adv_norm=none",
-        "optim.lr=10",
-        "optim.grad_clip=0",
-        "task.process_weight=1",
-    ]
-    sp = write_sweep(tmp_path / "sweeps", "div", {"boom": boom})
+    sp = write_sweep(tmp_path / "sweeps", "div", {"boom": DIVERGES})
     proc = cli([sp, "sweep=div", "seeds=2"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = the_run(tmp_path, "div")
     assert statuses(run)[("boom", 0)] == "diverged"
     out = tmp_path / "reports" / "div" / run.name
     t = pd.read_csv(out / "table.csv").set_index("variant")
-    assert t.loc["boom", "seeds_diverged"] == 2 and t.loc["boom", "verdict"] == "diverged in 2 of 2 seeds"
+    assert t.loc["boom", "seeds_diverged"] == 2 and t.loc["boom", "verdict"] == "diverged"
+    assert t.loc["boom", "verdict_text"] == "diverged in 2 of 2" and pd.isna(t.loc["boom", "ci_low"])
     assert pd.isna(t.loc["boom", "mean"])  # excluded from means
     assert "2 trial(s) diverged" in (out / "report.md").read_text()
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ablate.config import ConfigError
-from tests.helpers import cli, statuses, the_run, write_sweep
+from tests.helpers import DIVERGES, cli, statuses, the_run, write_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -17,14 +17,7 @@ def test_adaptive_rounds_stop_conclusive_rows_and_extend_the_rest(tmp_path):
     # 'same' is the baseline itself under another name (identical trials): its differences are exactly 0, so
     # its interval is the point 0, inside any sesoi: equivalent at the first look. 'boom' diverges in every
     # seed: no pair, inconclusive, so it goes on to the cap (2 -> 3 seeds) with the baseline.
-    boom = [
-        "task.reward_scale=1e38",
-        "adv_norm=none",
-        "optim.lr=10",
-        "optim.grad_clip=0",
-        "task.process_weight=1",
-    ]
-    sp = write_sweep(tmp_path / "sweeps", "auto", {"same": ["train.fault_seed=-1"], "boom": boom})
+    sp = write_sweep(tmp_path / "sweeps", "auto", {"same": ["train.fault_seed=-1"], "boom": DIVERGES})
     stats = [
         "sweep.stats.sesoi=0.05",
         "sweep.stats.min_seeds=2",

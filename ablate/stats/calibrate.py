@@ -1,0 +1,152 @@
+"""Calibration with known truth, through the path a user takes: stores written by the simulator, read back by
+``python -m ablate report RUN_DIR`` (in process, figures off), judged from the table.csv it writes.
+
+Every report read is also checked for the one-inference invariant (``check_one_inference``): a row's interval
+excludes 0 exactly when its verdict is helps or hurts, and an 'equivalent' row's interval lies inside
++-sesoi. The tests (tests/stats/test_calibration.py) run these scenarios at moderate sizes; the benchmark
+(``python -m bench --only calibration``) at large ones, for the figures quoted in the README.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from ablate.stats.simulate import simulated_run
+
+TRIAL_SD = 0.03  # per-trial offset; a pair's difference has sd ~ sqrt(2) * TRIAL_SD (eval noise is small)
+
+
+class Contradiction(AssertionError):
+    """A report row whose interval and verdict disagree."""
+
+
+def check_one_inference(table: pd.DataFrame) -> None:
+    rows = table[table.verdict != "baseline"]
+    excludes = (rows.ci_low > 0) | (rows.ci_high < 0)
+    significant = rows.verdict.isin(["helps", "hurts"])
+    if not (excludes == significant).all():
+        raise Contradiction(
+            rows[excludes != significant][["variant", "ci_low", "ci_high", "verdict"]].to_string()
+        )
+    eq = rows[rows.verdict == "equivalent"]
+    if not ((eq.ci_low > -eq.sesoi) & (eq.ci_high < eq.sesoi)).all():
+        raise Contradiction(f"an equivalent row's interval leaves +-sesoi: {eq.to_string()}")
+    if not rows[rows.n_pairs < 2].ci_low.isna().all():
+        raise Contradiction("an interval printed with fewer than 2 pairs")
+
+
+def reported(run: Path, out: Path) -> pd.DataFrame:
+    """The table of ``python -m ablate report RUN_DIR reports_dir=OUT figures=false``, checked."""
+    from ablate.__main__ import main
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["report", str(run), f"reports_dir={out}", "figures=false"])
+    if code != 0:
+        raise RuntimeError(f"report exited {code}")
+    plan = json.loads((run / "plan.json").read_text())
+    table = pd.read_csv(out / plan["sweep"] / plan["run_id"] / "table.csv")
+    check_one_inference(table)
+    return table
+
+
+def tables(reps: int, effects: dict[str, float], seeds: int = 5, root: Path | None = None, **kw):
+    """Yield the checked table of each of ``reps`` simulated stores (seeded 0..reps-1)."""
+    with tempfile.TemporaryDirectory(prefix="ablate-calibrate-") as tmp:
+        base = Path(root or tmp)
+        for r in range(reps):
+            run = simulated_run(
+                base / "runs", effects, seeds, steps=10, eval_every=2, minimal=True, seed=r, run_id=f"r{r}",
+                trial_sd=TRIAL_SD, **kw,
+            )  # fmt: skip
+            yield reported(run, base / "reports")
+
+
+def mc_se(p: float, reps: int) -> float:
+    return math.sqrt(p * (1 - p) / reps)
+
+
+def one_comparison(reps: int, noise: str = "normal", effect: float = 0.0) -> dict:
+    """A one-variant sweep (correction moot): rate of helps/hurts and coverage of the true difference."""
+    hits, covered = 0, 0
+    for t in tables(reps, {"baseline": 0.0, "variant": effect}, noise=noise):
+        row = t.iloc[1]
+        hits += row.verdict in ("helps", "hurts")
+        covered += row.ci_low <= effect <= row.ci_high
+    return {
+        "reps": reps,
+        "noise": noise,
+        "effect": effect,
+        "significant": hits / reps,
+        "coverage": covered / reps,
+    }
+
+
+def family_wise(reps: int, nulls: int = 10) -> dict:
+    """Share of sweeps with any null variant called helps or hurts (Holm over ``nulls`` rows)."""
+    effects = {"baseline": 0.0, **{f"null{i}": 0.0 for i in range(nulls)}}
+    any_hit = sum(bool(t.verdict.isin(["helps", "hurts"]).any()) for t in tables(reps, effects))
+    return {"reps": reps, "nulls": nulls, "fwer": any_hit / reps}
+
+
+def false_equivalence(reps: int, sesoi: float = 0.03, seeds: int = 10) -> dict:
+    """Share of 'equivalent' verdicts when the true difference is exactly the margin."""
+    eq = sum(
+        t.verdict.iloc[1] == "equivalent"
+        for t in tables(reps, {"baseline": 0.0, "edge": sesoi}, seeds=seeds, stats={"sesoi": sesoi})
+    )
+    return {"reps": reps, "sesoi": sesoi, "seeds": seeds, "false_equivalent": eq / reps}
+
+
+def power_at_printed_mde(reps: int, rows: int = 10) -> dict:
+    """Take the MDE a pilot report of ``rows`` null rows prints, plant it in one row: how often it is found."""
+    nulls = {f"null{i}": 0.0 for i in range(rows)}
+    pilot = next(tables(1, {"baseline": 0.0, **nulls}))
+    mde = float(pilot.mde.iloc[1])
+    planted = {"baseline": 0.0, "target": mde, **{f"null{i}": 0.0 for i in range(rows - 1)}}
+    found = sum(t.set_index("variant").loc["target", "verdict"] == "helps" for t in tables(reps, planted))
+    return {"reps": reps, "rows": rows, "mde": mde, "power": found / reps}
+
+
+def diverged_baseline_seed(reps: int, seeds: int = 6, effect_dz: float = 1.6) -> dict:
+    """One diverged baseline seed: every row keeps its other pairs (paired t on n-1), found at that power."""
+    from ablate.stats.power import power_of
+
+    sd_diff = math.sqrt(
+        2 * (TRIAL_SD**2 + 0.01**2 / 2)
+    )  # trial offsets + the mean of the last 2 evals' noise
+    found, pairs, tests = 0, set(), set()
+    for t in tables(
+        reps, {"baseline": 0.0, "gain": effect_dz * sd_diff}, seeds=seeds, diverged={"baseline": [0]}
+    ):
+        row = t.iloc[1]
+        pairs.add(int(row.n_pairs))
+        tests.add(row.test)
+        found += row.verdict == "helps"
+    return {
+        "reps": reps,
+        "pairs": sorted(pairs),
+        "tests": sorted(tests),
+        "power": found / reps,
+        "expected": power_of(effect_dz, seeds - 1, 0.05),
+    }
+
+
+def run_all(scale: float = 1.0) -> dict:
+    """Every scenario; ``scale`` multiplies the replications (the tests use less, the benchmark more)."""
+    n = lambda x: max(20, int(x * scale))  # noqa: E731
+    return {
+        "a_a_normal": one_comparison(n(1000)),
+        "coverage_bounded": one_comparison(n(500), "bounded", 0.04),
+        "coverage_heavy": one_comparison(n(500), "heavy", 0.04),
+        "family_wise_10_nulls": family_wise(n(300)),
+        "false_equivalence_at_margin": false_equivalence(n(300)),
+        "power_at_printed_mde": power_at_printed_mde(n(300)),
+        "diverged_baseline_seed": diverged_baseline_seed(n(300)),
+    }
