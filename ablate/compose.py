@@ -32,8 +32,10 @@ def group_names() -> list[str]:
 
 
 def group_options(group: str) -> list[str]:
+    """The group's options, in numeric order when they are numbers (k: 2, 4, 8, 16, 32)."""
     d = conf_dir() / group
-    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+    names = [p.stem for p in d.glob("*.yaml")] if d.is_dir() else []
+    return sorted(names, key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
 
 
 def override_key(override: str) -> str:
@@ -56,8 +58,11 @@ def _one_line(exc: Exception, overrides: list[str]) -> str:
     msg = str(exc) + "\n" + str(exc.__cause__ or "")
     m = re.search(r"Could not find '([^']+)/([^']+)'", msg)
     if m:
+        from ablate.aliases import PLAIN_KEYS
+
         group, value = m.group(1), m.group(2)
-        return f"{group}={value!r}: unknown option; allowed: {', '.join(group_options(group)) or '(none)'}"
+        plain = f"; any other value: {PLAIN_KEYS[group]}={value}" if group in PLAIN_KEYS else ""
+        return f"{group}={value!r}: unknown option; allowed: {', '.join(group_options(group)) or '(none)'}{plain}"
     m = re.search(r"Could not override '([^']+)'", msg)
     if m and "No match in the defaults list" in msg:
         return f"{m.group(1)}: no such config group; groups: {', '.join(group_names())}"
@@ -65,6 +70,17 @@ def _one_line(exc: Exception, overrides: list[str]) -> str:
     if m:
         full = re.search(r"full_key: (\S+)", msg)
         return f"{full.group(1) if full else m.group(1)}: no such key in {m.group(2)}"
+    m = re.search(r"Value '([^']*)' is not a valid (\w+)", msg)
+    if m:
+        full = re.search(r"full_key: (\S+)", msg)
+        kind = {"bool": "bool (true or false)"}.get(m.group(2), m.group(2))
+        return f"{full.group(1) if full else '?'}={m.group(1)!r}: must be of type {kind}"
+    m = re.search(r"Ambiguous value for argument '([^']+)'", msg)
+    if m:
+        return (
+            f"{m.group(1)}: a comma list is a sweep over those values: add -m (python -m ablate -m "
+            f"{m.group(1)} ...), or write a list as key=[a,b]"
+        )
     m = re.search(r"Value '([^']*)' (?:of type '[^']*' )?could not be converted to (\w+)", msg)
     if m:
         full = re.search(r"full_key: (\S+)", msg)
@@ -120,8 +136,19 @@ def _resolved(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     return cfg
 
 
+def _refuse_foreign_names(overrides: list[str]) -> None:
+    """TRL/verl names (num_generations, beta, loss_type, ...): one line naming ablate's key instead."""
+    from ablate.aliases import hint
+
+    for ov in overrides:
+        h = hint(override_key(ov))
+        if h:
+            raise ConfigError(f"{ov}: not an ablate key; {h}")
+
+
 def compose(overrides: list[str] | None = None) -> DictConfig:
     """Compose conf/config.yaml with ``overrides``; raises ConfigError with one line on any composition error."""
+    _refuse_foreign_names(list(overrides or []))
     overrides = _quote_numeric_groups(list(overrides or []))
     return _resolved(_hydra_compose(overrides), overrides)
 

@@ -98,6 +98,7 @@ class DynamicSamplingConfig:
     mode: str = "off"  # off | drop_zero_std | hard_replay
     max_refill_rounds: int = 3  # extra sampling rounds to refill the batch after dropping groups
     replay_weight: float = 3.0  # hard_replay: draw weight of prompts with no positive sample
+    max_gen_batches: int = 10  # dapo: at most this many draws of prompts_per_step prompts to fill one batch
 
 
 @dataclass
@@ -221,6 +222,7 @@ class Config:
     seed: int = 0  # mode=train
     seeds: Any = 1  # sweep: N runs seeds 0..N-1, or an explicit list [3, 7]
     dry_run: bool = False  # print the trial plan and exit
+    force: bool = False  # run a plan whose estimated cost is beyond reason (refused otherwise)
     run_id: str | None = None  # default: stable hash of the sweep and its configs
     fresh: bool = False  # start a new run_id instead of resuming
     runs_dir: str = "runs"
@@ -325,6 +327,7 @@ def validate_trial(cfg) -> None:
     _at_least("algo.update_epochs", a.update_epochs, 1)
     _at_least("algo.dynamic_sampling.max_refill_rounds", a.dynamic_sampling.max_refill_rounds, 0)
     _positive("algo.dynamic_sampling.replay_weight", a.dynamic_sampling.replay_weight)
+    _at_least("algo.dynamic_sampling.max_gen_batches", a.dynamic_sampling.max_gen_batches, 1)
     _positive("algo.adv_eps", a.adv_eps)
     _positive("algo.clip.epsilon", a.clip.epsilon)
     if a.clip.epsilon >= 1:
@@ -421,6 +424,7 @@ def validate_trial(cfg) -> None:
             )
     elif not t.path:
         _fail("task.path", t.path, f"task.name={t.name} needs a hub dataset name or a local file")
+    _check_model_and_paths(cfg)
     if cfg.model.name == "tiny" and cfg.model.hidden_size % cfg.model.num_heads:
         _fail(
             "model.hidden_size",
@@ -429,6 +433,41 @@ def validate_trial(cfg) -> None:
         )
     _at_least("warmstart.steps", cfg.warmstart.steps, 0)
     _positive("warmstart.lr", cfg.warmstart.lr)
+
+
+def _looks_local(name: str) -> bool:
+    """A path, not a hub id: absolute, relative with ./ or ../, ~, or a name that exists here."""
+    import os
+
+    return name.startswith(("/", "./", "../", "~")) or os.path.exists(os.path.expanduser(name))
+
+
+def _check_model_and_paths(cfg) -> None:
+    """model=hf needs a name; local model directories and task files must exist (hub names are not
+    checked: no network here, and a cluster node may have its own cache)."""
+    import os
+
+    name = cfg.model.name
+    if not name:
+        _fail(
+            "model.name", name, "model=hf needs a hub id or a local model directory: model.name=<id or dir>"
+        )
+    if name != "tiny" and _looks_local(name):
+        path = os.path.expanduser(name)
+        if not os.path.isdir(path) or not os.path.exists(os.path.join(path, "config.json")):
+            _fail("model.name", name, "no model directory there (a local model needs its config.json)")
+    t = cfg.task
+    if (
+        t.name != "reverse"
+        and t.path
+        and _looks_local(t.path)
+        and not os.path.exists(os.path.expanduser(t.path))
+    ):
+        _fail(
+            "task.path",
+            t.path,
+            "no such file or directory (give a local json/jsonl/parquet file or folder, or a hub name)",
+        )
 
 
 def validate_stats(st, rows: int, seeds: int) -> None:
@@ -469,12 +508,75 @@ def validate_stats(st, rows: int, seeds: int) -> None:
             )
 
 
+# Every metric a trial records, the ONE list `sweep.metric` is checked against (a test runs a real trial and
+# compares). Per-step keys of the trainer (ablate/trainer/core.py; `kl` only with a KL mode), then the
+# task's periodic held-out eval, recorded every `train.eval_every` steps and at the end.
+STEP_METRICS = (
+    "reward/mean",
+    "reward/group_std",
+    "frac_reward_zero_std",
+    "entropy",
+    "positive_rate",
+    "grad_norm",
+    "kl",
+    "approx_kl",
+    "clip_ratio/low",
+    "clip_ratio/high",
+    "completion_length/mean",
+    "completion/truncated_frac",
+    "advantage/abs_mean",
+    "loss",
+    "lr",
+    "entropy_coef",
+    "time/step",
+    "tokens/generated",
+    "tokens/total",
+    "sampling/groups_drawn",
+    "sampling/groups_kept",
+)
+EVAL_METRICS = ("eval/positive_rate",)
+METRICS = EVAL_METRICS + STEP_METRICS
+
+
+def validate_metric(metric: str, eval_every: int | None = None) -> None:
+    """sweep.metric must be one a trial records; an eval metric needs evals (``eval_every`` > 0). Checked
+    before launch: a typo here would otherwise run the whole sweep and then report every row as empty."""
+    if metric not in METRICS:
+        import difflib
+
+        close = difflib.get_close_matches(str(metric), METRICS, n=3, cutoff=0.6)
+        if close:
+            also = f" (also close: {', '.join(close[1:])})" if len(close) > 1 else ""
+            hint = f"did you mean {close[0]}?{also}"
+        else:
+            hint = f"known: {', '.join(METRICS)}"
+        _fail("sweep.metric", metric, f"not a metric a trial records; {hint}")
+    if metric in EVAL_METRICS and eval_every is not None and eval_every <= 0:
+        _fail(
+            "train.eval_every",
+            eval_every,
+            f"sweep.metric={metric} is measured only at evals and 0 switches them off; "
+            "set train.eval_every > 0 (e.g. 10) or choose a per-step metric",
+        )
+
+
 def validate_launch(cfg) -> None:
     """Checks on the run as a whole (launcher, logger, seeds), beyond one trial's values."""
     _one_of("mode", cfg.mode, ["sweep", "train", "report"])
     _one_of("logger", cfg.logger, ["none", "wandb"])
     _one_of("launcher.name", cfg.launcher.name, ["local", "cluster"])
     _positive("launcher.cpus_per_trial", cfg.launcher.cpus_per_trial)
+    if cfg.mode == "sweep" and not cfg.ray.address:  # embedded Ray: a trial must fit this machine
+        import os
+
+        cpus = cfg.launcher.num_cpus or os.cpu_count() or 1
+        if cfg.launcher.cpus_per_trial > cpus:
+            _fail(
+                "launcher.cpus_per_trial",
+                cfg.launcher.cpus_per_trial,
+                f"more than the {cpus} CPUs of the embedded Ray (launcher.num_cpus or this machine): no trial "
+                "could ever be scheduled",
+            )
     if cfg.launcher.gpus_per_trial < 0:
         _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial, "must be >= 0")
     g = cfg.launcher.gpus_per_trial
@@ -484,6 +586,24 @@ def validate_launch(cfg) -> None:
             g,
             "more than one GPU per trial must be a whole number (one DDP rank per GPU)",
         )
+    if cfg.launcher.num_gpus is not None:
+        _at_least("launcher.num_gpus", cfg.launcher.num_gpus, 0)
+        if g > cfg.launcher.num_gpus:
+            _fail(
+                "launcher.gpus_per_trial",
+                g,
+                f"more than launcher.num_gpus={cfg.launcher.num_gpus}: Ray could never schedule a trial",
+            )
+    elif g > 0 and cfg.mode == "sweep" and not cfg.ray.address:  # embedded Ray would wait forever for it
+        import torch
+
+        if not torch.cuda.is_available():
+            _fail(
+                "launcher.gpus_per_trial",
+                g,
+                "no CUDA GPU is visible here, so embedded Ray could never schedule a trial; use 0 on CPU, "
+                "ray.address=auto to join a cluster, or declare GPUs with launcher.num_gpus=N (packing tests)",
+            )
     if cfg.rollout.backend == "vllm" and not cfg.ray.address:  # local run: check here, not inside a worker
         import importlib.util
 

@@ -39,7 +39,7 @@ def test_paper1_is_factorial_with_extra_comparisons():
 
 
 def test_seed_7b_preset_keys_are_real_fields():
-    cfg = compose(["preset=seed_7b_math", "model.name=/models/qwen-7b"])
+    cfg = compose(["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B"])
     raw = yaml.safe_load((conf_dir() / "preset" / "seed_7b_math.yaml").read_text())
     keys = dict(_flatten(raw))
     assert len(keys) >= 25
@@ -47,7 +47,7 @@ def test_seed_7b_preset_keys_are_real_fields():
         assert OmegaConf.select(cfg, key, default="__missing__") != "__missing__", f"unknown key {key}"
         assert OmegaConf.select(cfg, key) == value, key
     assert (cfg.model.name, cfg.rollout.backend, cfg.task.name, cfg.algo.kl.mode) == (
-        "/models/qwen-7b",
+        "Qwen/Qwen2.5-Math-7B",
         "vllm",
         "math",
         "none",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from omegaconf import DictConfig, OmegaConf
 
 from ablate.compose import Composer, merge_overrides, override_key
-from ablate.config import ConfigError, parse_seeds, validate_stats, validate_trial
+from ablate.config import ConfigError, parse_seeds, validate_metric, validate_stats, validate_trial
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
 LAUNCH_KEYS = (
@@ -27,6 +27,7 @@ LAUNCH_KEYS = (
     "seeds",
     "sweep",
     "dry_run",
+    "force",
     "run_id",
     "fresh",
     "runs_dir",
@@ -123,6 +124,19 @@ def _variants(spec) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
     return variants, factors
 
 
+def _refuse_cli_made_duplicate(name, ovs, cli, hashes, baseline) -> None:
+    """A command-line override of a key the variant sets makes the variant a copy of the baseline: its row
+    would compare the baseline with itself. (Identical trials a sweep file asks for are its business.)"""
+    if name == baseline or not hashes or hashes[0][0] != baseline or hashes[-1][1] != hashes[0][1]:
+        return
+    clash = [ov for ov in cli if override_key(ov) in {override_key(v) for v in ovs}]
+    if clash:
+        raise ConfigError(
+            f"{' '.join(clash)}: makes variant {name!r} identical to the baseline {baseline!r} (it overrides "
+            f"what the variant changes); drop the override, or run that variant alone"
+        )
+
+
 def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     """Compose and validate every trial; raises ConfigError (nothing is written) on any bad input."""
     if cfg.sweep is None:
@@ -143,6 +157,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     )
     variants, factors = _variants(spec)
     validate_stats(st, len(variants) - 1, st.min_seeds if auto else len(seeds))
+    validate_metric(spec.metric)
     sequential = None
     if auto:
         if st.sesoi is None:
@@ -171,9 +186,11 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
         try:
             base = composer.compose(overrides)
             validate_trial(base)
+            validate_metric(spec.metric, base.train.eval_every)
         except ConfigError as e:
             raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None
         variant_hashes.append((name, config_hash(base)))
+        _refuse_cli_made_duplicate(name, ovs, trial_cli, variant_hashes, spec.baseline)
         for seed in seeds:
             tcfg = base.copy()
             tcfg.seed = seed
@@ -211,8 +228,23 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     )
 
 
-def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None) -> str:
-    """Human-readable plan for dry runs: variants x seeds, overrides, resources, estimated cost."""
+def _store_state(plan: Plan, run) -> tuple[int, list[float]]:
+    """(trials of the plan already finished in the store, their measured seconds: setup + RL loop)."""
+    from ablate import store
+
+    done, seconds = 0, []
+    for t in plan.trials:
+        p = store.trial_paths(run, t.variant, t.seed)
+        if store.is_finished(p, t.config_hash):
+            done += 1
+            st = store.read_status(p) or {}
+            seconds.append(float(st.get("seconds") or 0) + float(st.get("setup_seconds") or 0))
+    return done, seconds
+
+
+def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=None) -> str:
+    """Human-readable plan for dry runs: variants x seeds, overrides, resources, what the store already
+    holds, and the estimated cost of the rest (measured per-trial time once trials have finished)."""
     lines = [
         f"sweep {plan.sweep}  run_id {plan.run_id}  baseline {plan.baseline}",
         f"{len(plan.variants)} variants x {len(plan.seeds)} seeds = {len(plan.trials)} trials; seeds {plan.seeds}",
@@ -228,11 +260,19 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None) -> s
         )
     for name, ovs in plan.variants.items():
         lines.append(f"  {name:<28} {' '.join(ovs) if ovs else '(baseline)'}")
-    if est_trial_s:
+    done, measured = _store_state(plan, run) if run is not None and os.path.isdir(run) else (0, [])
+    n = len(plan.variants) * plan.sequential["looks"][0] if plan.sequential else len(plan.trials)
+    left = max(n - done, 0)
+    lines.append(f"store {run}: {done} finished, {left} to run" if run is not None else f"{left} to run")
+    source = "estimated"
+    if measured:
+        est_trial_s, source = sum(measured) / len(measured), f"measured on {len(measured)} finished trials"
+    if est_trial_s and left:
         slots = max(1, int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial))
-        n = len(plan.variants) * plan.sequential["looks"][0] if plan.sequential else len(plan.trials)
-        total = est_trial_s * n / slots
+        start_up = 15.0  # Ray, the workers' imports and the warm start of each seed: measured ~10-17 s here
+        total = est_trial_s * left / slots + start_up
         lines.append(
-            f"estimated wall clock: ~{total / 60:.1f} min on {slots} slots (~{est_trial_s:.0f} s per trial)"
+            f"{source} wall clock for the rest: ~{total / 60:.1f} min on {slots} slots "
+            f"(~{est_trial_s:.0f} s per trial + ~{start_up:.0f} s start-up)"
         )
     return "\n".join(lines)

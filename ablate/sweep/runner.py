@@ -29,6 +29,10 @@ class SweepLocked(RuntimeError):
     """Another sweep holds this run directory."""
 
 
+class SystemicFailure(RuntimeError):
+    """Trials fail at start-up with one and the same error: every other trial would too."""
+
+
 def _ray_env() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # local, loopback-only embedded cluster
@@ -206,9 +210,11 @@ def run_trial(spec: dict, run: str, logger: dict, invocation: str, report_fn=Non
         result = train(cfg, spec["seed"], report)
     except BaseException:
         writer.close()
+        phase = "setup" if writer.count == 0 else "training"  # nothing recorded yet: it failed starting up
         store.write_status(
-            p, status="error", started=started, ended=time.time(), error=traceback.format_exc(), **base
-        )
+            p, status="error", started=started, ended=time.time(), error=traceback.format_exc(), phase=phase,
+            **base,
+        )  # fmt: skip
         if wb is not None:
             wb.finish(exit_code=1)
         raise
@@ -281,7 +287,26 @@ def _write_plan(plan: Plan, run: Path, requested: dict[str, int] | None = None) 
     }
     if plan.sequential:
         record["sequential"] = {**plan.sequential, "requested": requested or {}}
+    previous = _previous_plan(run)
+    if previous and not plan.sequential:  # seeds add to a run: a rerun with fewer seeds forgets none
+        record["seeds"] = sorted(set(previous.get("seeds", [])) | set(plan.seeds))
+        mine = {(t["variant"], t["seed"]) for t in record["trials"]}
+        record["trials"] += [
+            t
+            for t in previous.get("trials", [])
+            if (t["variant"], t["seed"]) not in mine and t["variant"] in plan.variants
+        ]
     store.write_atomic(run / "plan.json", json.dumps(record, indent=1))
+
+
+def _previous_plan(run: Path) -> dict | None:
+    import json
+
+    try:
+        old = json.loads((run / "plan.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return old if isinstance(old, dict) else None
 
 
 def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
@@ -396,7 +421,15 @@ def _fit(pending: list[Trial], cfg, run: Path, progress, plain_actors: bool) -> 
         trainable, {"cpu": cfg.launcher.cpus_per_trial, "gpu": cfg.launcher.gpus_per_trial}
     )
     tmp = tempfile.mkdtemp(prefix="ablate-tune-")
-    callbacks = [progress.tune_callback(specs)] if progress is not None else []
+    import logging
+
+    from ablate.sweep.fail_fast import FailFast
+
+    # Tune logs every trial error with its traceback (~40 lines each) to the driver's stderr; the store keeps
+    # each traceback in the trial's status.json and the progress display names the trial.
+    logging.getLogger("ray.tune").setLevel(logging.CRITICAL)
+
+    callbacks = [FailFast(specs, run)] + ([progress.tune_callback(specs)] if progress is not None else [])
     try:
         tuner = tune.Tuner(
             trainable,
@@ -413,10 +446,27 @@ def _fit(pending: list[Trial], cfg, run: Path, progress, plain_actors: bool) -> 
             ),
         )
         mark("driver: tune fit")
-        if plain_actors:
-            with _plain_trial_actors():
+        try:
+            if plain_actors:
+                with _plain_trial_actors():
+                    tuner.fit()
+            else:
                 tuner.fit()
-        else:
-            tuner.fit()
+        except Exception as e:  # Tune wraps what its callbacks raise in a TuneError: unwrap ours
+            found = _systemic(e)
+            if found is None:
+                raise
+            raise SystemicFailure(found) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _systemic(e: BaseException) -> str | None:
+    """The message of a SystemicFailure anywhere in ``e``'s chain (or its text), else None."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, SystemicFailure):
+            return str(e)
+        e = e.__cause__ or e.__context__
+    return None

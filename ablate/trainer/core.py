@@ -19,13 +19,14 @@ import torch
 from ablate.config import as_object
 from ablate.timeline import mark
 from ablate.trainer import advantages as adv_mod
-from ablate.trainer.distributed import (
+from ablate.trainer.collectives import (
     all_gather_cat,
     all_sum,
     check_ranks_in_sync,
     rank_and_size,
     reduce_record,
 )
+from ablate.trainer.distributed import train_data_parallel
 from ablate.trainer.losses import KL_ESTIMATORS, aggregate_loss, clipped_surrogate, masked_mean
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
@@ -34,6 +35,7 @@ from ablate.trainer.rewards import VERIFIERS, combine_rewards
 from ablate.trainer.rollout import RolloutBatch, SamplingParams, build_backend
 from ablate.trainer.sampling import DYNAMIC_SAMPLING, PromptSampler, ReuseBuffer
 from ablate.trainer.schedules import entropy_coef_at, lr_multiplier
+from ablate.trainer.seeds import SeedStreams
 from ablate.trainer.tasks import load_task
 from ablate.trainer.warmstart import load_or_train
 
@@ -105,7 +107,8 @@ class Trainer:
             self.device = f"cuda:{self.rank}"
         self.task = load_task(cfg.task)
         self.tok = build_tokenizer(cfg.model, self.task.alphabet)
-        self.model = build_model(cfg.model, self.tok.vocab_size, seed, self.device)
+        self.streams = SeedStreams(seed, self.rank)
+        self.model = build_model(cfg.model, self.tok.vocab_size, self.streams.model_init, self.device)
         self.warmstart_path = load_or_train(cfg, seed, self.model, self.tok, self.task)
         algo = cfg.algo
         self.ref = None
@@ -129,8 +132,8 @@ class Trainer:
             fused=True,
         )
         gen_device = self.device
-        self.sample_gen = torch.Generator(device=gen_device).manual_seed(seed * 1_000 + 2 + 7_919 * self.rank)
-        self.update_gen = torch.Generator().manual_seed(seed * 1_000 + 3)
+        self.sample_gen = torch.Generator(device=gen_device).manual_seed(self.streams.sampling)
+        self.update_gen = torch.Generator().manual_seed(self.streams.update_order)
         self.train_ids = [self.tok.encode(p.prompt) for p in self.task.train]
         self.eval_ids = [self.tok.encode(p.prompt) for p in self.task.eval]
         if cfg.task.max_prompt_length > 0:  # drop over-long prompts (verl's filter_overlong_prompts)
@@ -145,7 +148,7 @@ class Trainer:
                 raise ValueError(f"task.max_prompt_length={limit}: no train or eval prompt is that short")
         replay = algo.dynamic_sampling.replay_weight if algo.dynamic_sampling.mode == "hard_replay" else 1.0
         self.sampler = PromptSampler(
-            len(self.task.train), torch.Generator().manual_seed(seed * 1_000 + 1), replay
+            len(self.task.train), torch.Generator().manual_seed(self.streams.prompt_order), replay
         )
         fmt = self.task.format_open + self.task.format_close
         self.format_ids = sorted(set(self.tok.token_ids(fmt)))
@@ -181,6 +184,8 @@ class Trainer:
     def collect(self) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor, dict]:
         """Sample P prompts x K responses; with dynamic sampling drop zero-std groups and refill (bounded)."""
         algo, P, K = self.cfg.algo, self.cfg.train.prompts_per_step, self.cfg.algo.responses_per_prompt
+        if algo.dynamic_sampling.mode == "dapo":
+            return self._collect_dapo()
         keep_fn = DYNAMIC_SAMPLING[algo.dynamic_sampling.mode]
         parts, rewards, correct, zero_std, sampled_groups = [], [], [], [], 0
         need, rounds = P // self.world, 0
@@ -211,6 +216,39 @@ class Trainer:
             "frac_reward_zero_std": float(torch.cat(zero_std).mean()),
             "sampling/groups_drawn": float(sampled_groups),
             "sampling/groups_kept": float(sum(len(x) for x in rewards) // K),
+        }
+        return RolloutBatch.cat(parts, self.tok.pad_token_id), torch.cat(rewards), torch.cat(correct), info
+
+    def _collect_dapo(self) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor, dict]:
+        """Draw P prompts x K at a time until P informative groups are kept or ``max_gen_batches`` draws are
+        spent. A spent budget trains on the informative groups found (or, with none, on the last draw) and says
+        so in ``sampling/budget_hit`` and ``sampling/groups_short``. Single-rank only (validated)."""
+        P, K = self.cfg.train.prompts_per_step, self.cfg.algo.responses_per_prompt
+        keep_fn = DYNAMIC_SAMPLING["dapo"]
+        parts, rewards, correct, zero_std, draws, kept = [], [], [], [], 0, 0
+        while kept < P and draws < self.cfg.algo.dynamic_sampling.max_gen_batches:
+            idx = self.sampler.next(P)
+            rb = self._rollout(idx, self.train_ids, K, self.sample_gen)
+            r, c = self._score(rb, idx, self.task.train)
+            self.sampler.record(idx, c.view(-1, K).amax(1).bool().tolist())
+            zero_std.append((r.view(-1, K).std(1, correction=0) == 0).float())
+            self.tokens_total += int(rb.lengths.sum())
+            draws += 1
+            keep = keep_fn(r, K).nonzero().squeeze(-1)[: P - kept]
+            rows = (keep.unsqueeze(1) * K + torch.arange(K)).reshape(-1)
+            parts.append(rb.select(rows))
+            rewards.append(r[rows])
+            correct.append(c[rows])
+            kept += len(keep)
+        if kept == 0:  # not one informative group within the budget: train on the last draw as is
+            parts, rewards, correct = [rb], [r], [c]
+        info = {
+            "frac_reward_zero_std": float(torch.cat(zero_std).mean()),
+            "sampling/groups_drawn": float(draws * P),
+            "sampling/groups_kept": float(sum(len(x) for x in rewards) // K),
+            "sampling/gen_batches": float(draws),
+            "sampling/budget_hit": float(kept < P),
+            "sampling/groups_short": float(P - kept),
         }
         return RolloutBatch.cat(parts, self.tok.pad_token_id), torch.cat(rewards), torch.cat(correct), info
 
@@ -379,7 +417,7 @@ class Trainer:
         """Sampled pass@1 on held-out prompts; the eval generator depends only on (seed, step) so every variant
         is probed with the same random numbers."""
         r = self.cfg.rollout
-        gen = torch.Generator(device=self.sample_gen.device).manual_seed(self.seed * 1_000_003 + step)
+        gen = torch.Generator(device=self.sample_gen.device).manual_seed(self.streams.eval(step))
         params = SamplingParams(r.eval_temperature, r.top_p, r.max_response_length)
         idx = list(range(self.rank, len(self.eval_ids), self.world))  # each rank probes its share
         prompts = [self.eval_ids[i] for i in idx for _ in range(r.eval_samples)]
@@ -396,9 +434,7 @@ def train(cfg, seed: int, report: Callable[[dict], None] | None = None) -> Trial
     """
     cfg = as_object(cfg)
     if cfg.train.world_size > 1:
-        from ablate.trainer.distributed import train_data_parallel
-
-        return train_data_parallel(cfg, seed, report)
+        return train_data_parallel(run_trial_loop, cfg, seed, report)
     return run_trial_loop(cfg, seed, report)
 
 

@@ -16,60 +16,10 @@ from __future__ import annotations
 import os
 import socket
 import traceback
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
-
-
-def rank_and_size() -> tuple[int, int]:
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-def all_gather_cat(x: torch.Tensor) -> torch.Tensor:
-    """Concatenate equal-shaped tensors from every rank, in rank order (identity on one rank)."""
-    _, size = rank_and_size()
-    if size == 1:
-        return x
-    parts = [torch.empty_like(x) for _ in range(size)]
-    dist.all_gather(parts, x.contiguous())
-    return torch.cat(parts)
-
-
-def all_sum(values: list[float], device="cpu") -> list[float]:
-    _, size = rank_and_size()
-    if size == 1:
-        return values
-    t = torch.tensor(values, dtype=torch.float64, device=device)
-    dist.all_reduce(t)
-    return t.tolist()
-
-
-SUMMED = ("tokens/", "sampling/groups")  # counters add up over ranks; everything else is averaged
-SHARED = ("step", "lr", "entropy_coef")  # identical on every rank
-
-
-def reduce_record(rec: dict, device="cpu") -> dict:
-    """Average a metrics record over ranks (sums for counters). Every rank must pass the same keys."""
-    _, size = rank_and_size()
-    if size == 1:
-        return rec
-    keys = sorted(k for k, v in rec.items() if isinstance(v, int | float) and k not in SHARED)
-    totals = all_sum([float(rec[k]) for k in keys], device)
-    out = dict(rec)
-    for k, v in zip(keys, totals, strict=True):
-        out[k] = v if k.startswith(SUMMED) else v / size
-    return out
-
-
-def check_ranks_in_sync(model) -> None:
-    """Every rank must end with the same weights (same init, same synced gradients, same optimizer steps)."""
-    with torch.no_grad():
-        local = torch.stack([p.double().sum() for p in model.parameters()]).to("cpu")
-    every = all_gather_cat(local.view(1, -1))
-    if not torch.equal(every.min(0).values, every.max(0).values):
-        raise RuntimeError("data-parallel ranks ended with different weights")
 
 
 def _free_port() -> int:
@@ -78,18 +28,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _rank_main(rank: int, size: int, port: int, cfg, seed: int, queue) -> None:
+def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     cuda = cfg.train.device == "cuda" or (cfg.train.device == "auto" and torch.cuda.is_available())
     if cuda:
         torch.cuda.set_device(rank)
     dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=size)
     try:
-        from ablate.trainer.core import run_trial_loop
-
-        result = run_trial_loop(
-            cfg, seed, report=(lambda rec: queue.put(("record", rec))) if rank == 0 else None
-        )
+        result = loop(cfg, seed, report=(lambda rec: queue.put(("record", rec))) if rank == 0 else None)
         if rank == 0:
             queue.put(("result", result))
     except BaseException:
@@ -99,8 +45,9 @@ def _rank_main(rank: int, size: int, port: int, cfg, seed: int, queue) -> None:
         dist.destroy_process_group()
 
 
-def train_data_parallel(cfg, seed: int, report=None):
-    """Spawn ``cfg.train.world_size`` ranks; rank 0's records stream to ``report``; returns rank 0's TrialResult."""
+def train_data_parallel(loop: Callable, cfg, seed: int, report=None):
+    """Spawn ``cfg.train.world_size`` ranks, each running ``loop(cfg, seed, report)``; rank 0's records stream to
+    ``report``; returns rank 0's TrialResult. The loop is an argument so this module never imports the core."""
     import torch.multiprocessing as mp
 
     size = cfg.train.world_size
@@ -108,7 +55,7 @@ def train_data_parallel(cfg, seed: int, report=None):
     queue = ctx.Queue()
     port = _free_port()
     procs = [
-        ctx.Process(target=_rank_main, args=(r, size, port, cfg, seed, queue), daemon=False)
+        ctx.Process(target=_rank_main, args=(r, size, port, loop, cfg, seed, queue), daemon=False)
         for r in range(size)
     ]
     for p in procs:

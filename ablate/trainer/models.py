@@ -83,7 +83,8 @@ def build_tokenizer(model_cfg, alphabet: str):
 
 
 def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
-    """The tiny model is initialized from ``seed`` (same seed -> same weights in every variant)."""
+    """The tiny model is initialized from ``seed`` (``SeedStreams.model_init``: same seed -> same weights in
+    every variant)."""
     import transformers
 
     transformers.logging.set_verbosity_error()

@@ -49,10 +49,20 @@ class PromptSampler:
 def nonzero_std_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     """(B*K,) rewards -> (B,) bool: groups whose rewards are not all equal (they carry GRPO signal).
 
-    DAPO's dynamic sampling keeps only these and refills the batch with fresh prompts.
+    The trainer keeps only these and refills with ``need`` fresh prompts for at most ``max_refill_rounds``
+    rounds. Unlike ``dapo`` it then trains short (fewer than P groups) or, if no round found one informative
+    group, on the last draw as is, and records nothing beyond ``sampling/groups_kept``.
     """
     g = rewards.view(-1, group_size)
     return (g.max(dim=1).values - g.min(dim=1).values) > 0
+
+
+@DYNAMIC_SAMPLING.register("dapo")
+def informative_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """The groups drop_zero_std keeps; with ``dapo`` the trainer draws whole batches of P prompts until P such
+    groups are kept (DAPO, Yu et al. 2025), at most ``max_gen_batches`` draws, and records a budget hit as
+    ``sampling/budget_hit`` and ``sampling/groups_short`` instead of training short silently."""
+    return nonzero_std_groups(rewards, group_size)
 
 
 @DYNAMIC_SAMPLING.register("off")

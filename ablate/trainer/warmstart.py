@@ -17,6 +17,7 @@ from filelock import FileLock
 from omegaconf import OmegaConf
 
 from ablate.trainer.rollout import left_pad
+from ablate.trainer.seeds import SeedStreams
 
 WARMSTART_VERSION = 2  # bump when the SFT recipe or the task generator changes: old caches then miss
 
@@ -45,7 +46,7 @@ def sft(
     model, tokenizer, prompts: list[str], targets: list[str], open_: str, close: str, ws, seed: int
 ) -> None:
     """Teacher-forced cross-entropy on the response tokens only (prompt tokens are not learned)."""
-    gen = torch.Generator().manual_seed(seed * 1000 + 7)
+    gen = torch.Generator().manual_seed(SeedStreams(seed).warmstart)
     pairs = []
     for p, t in zip(prompts, targets, strict=True):
         p_ids = tokenizer.encode(p)

@@ -1,10 +1,20 @@
 """Bad input matrix: every invocation exits non-zero with one clear line naming the key, and leaves runs/ and
 reports/ untouched (nothing written, Ray never started)."""
 
+import json
+import sys
+
 import pytest
 
 from ablate.__main__ import main
 from tests.helpers import cli
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
 
 BAD = [
     (["sweep=nope"], "sweep='nope': unknown option"),
@@ -59,7 +69,61 @@ BAD = [
         "rollout.backend='vllm': needs a CUDA GPU",
     ),
     (["sweep=technique_matrix", "+sweep.variants.x=[kl=k3_loss]"], "quote list items that contain '='"),
+    (
+        ["sweep=technique_matrix", "sweep.metric=eval/positve_rate"],
+        "sweep.metric='eval/positve_rate': not a metric a trial records; did you mean eval/positive_rate?",
+    ),
+    (["sweep=technique_matrix", "sweep.metric=nonsense"], "sweep.metric='nonsense': not a metric"),
+    (["sweep=technique_matrix", "train.eval_every=0"], "train.eval_every=0: sweep.metric=eval/positive_rate"),
+    (
+        ["sweep=technique_matrix", "+sweep.variants.noeval=['train.eval_every=0']"],
+        "variant 'noeval': train.eval_every=0",
+    ),
+    (["sweep=technique_matrix", "launcher.num_gpus=1", "launcher.gpus_per_trial=2"], "launcher.num_gpus=1"),
+    (["sweep=smoke", "fresh=maybe"], "fresh='maybe': must be of type bool (true or false)"),
+    (["sweep=smoke", "sweep.higher_is_better=maybe"], "sweep.higher_is_better='maybe': must be of type bool"),
+    (["sweep=smoke", "train.steps=abc"], "train.steps='abc': must be of type Integer"),
+    (
+        ["sweep=smoke", "kl=none,k3_loss"],
+        "kl=none,k3_loss: a comma list is a sweep over those values: add -m",
+    ),
+    (["sweep=smoke", "model=hf"], "model.name='': model=hf needs a hub id or a local model directory"),
+    (
+        ["sweep=smoke", "model=hf", "model.name=/nonexistent/model"],
+        "model.name='/nonexistent/model': no model",
+    ),
+    (
+        ["sweep=smoke", "task=gsm8k", "task.path=/nonexistent/gsm8k"],
+        "task.path='/nonexistent/gsm8k': no such",
+    ),
+    (["sweep=smoke", "ray.address=127.0.0.1:1"], "ray.address='127.0.0.1:1': no Ray cluster answers"),
+    (["sweep=smoke", "ray.address=nonsense"], "ray.address='nonsense': expected host:port"),
+    (["sweep=smoke", "launcher.cpus_per_trial=4096"], "launcher.cpus_per_trial=4096.0: more than the"),
+    (["sweep=technique_matrix", "algo.responses_per_prompt=100000"], "add force=true"),
+    (["sweep=technique_matrix", "entropy=off"], "makes variant 'entropy_off' identical to the baseline"),
+    (["sweep=technique_matrix", "--cfg", "job", "variant=nope"], "variant='nope': not in sweep"),
+    (["-m", "seeds=1,2"], "seeds=1,2: -m sweeps over trial settings; seeds is a launch key"),
+    (["-m", "kl=none"], "-m: no comma list to sweep over"),
+    (["-m", "k=8,8"], "k=8,8: a value repeats in the comma list"),
+    (["-m", "kl=none,bogus"], "kl='bogus': unknown option"),
+    (
+        ["sweep=smoke", "num_generations=16"],
+        "num_generations=16: not an ablate key; TRL's group size: here k=",
+    ),
+    (["sweep=smoke", "beta=0.04"], "beta=0.04: not an ablate key; TRL's KL weight: here algo.kl.coef"),
+    (["sweep=smoke", "num_iterations=2"], "here update_epochs=<mu>"),
+    (["sweep=smoke", "loss_type=dr_grpo"], "length_norm=constant plus adv_norm=group_nostd (dr_grpo)"),
+    (["sweep=smoke", "+rollout.n=8"], "verl's group size"),
+    (["sweep=smoke", "mask_truncated_completions=true"], "here token_mask=truncated"),
+    (["sweep=smoke", "k=12"], "allowed: 2, 4, 8, 16, 32; any other value: algo.responses_per_prompt=12"),
+    (["report"], "usage: python -m ablate report"),
+    (["report", "/nonexistent/run"], "report_path='/nonexistent/run': not a run directory"),
+    (["report", "/tmp", "colour=red"], "'colour=red': not a report option"),
 ]
+if not _has_gpu():
+    BAD.append(
+        (["sweep=technique_matrix", "launcher.gpus_per_trial=1"], "declare GPUs with launcher.num_gpus=N")
+    )
 
 
 @pytest.mark.parametrize("argv, needle", BAD, ids=[" ".join(a) for a, _ in BAD])
@@ -73,6 +137,29 @@ def test_bad_invocation(argv, needle, tmp_path, monkeypatch, capsys):
     import ray
 
     assert not ray.is_initialized()
+
+
+def test_help_shows_defaults_and_plain_keys(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  k                  2, 4, 8*, 16, 32" in out
+        and "kl                 k1_reward, k3_loss, none*" in out
+    )
+    assert "optim.lr = 0.0003" in out and "algo.responses_per_prompt = 8" in out
+
+
+def test_bad_invocations_are_many():
+    assert len(BAD) >= 60
+
+
+def test_a_dead_cluster_address_ends_in_seconds_through_a_real_process(tmp_path):
+    import time
+
+    t0 = time.time()
+    proc = cli(["sweep=smoke", "ray.address=127.0.0.1:1"], cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert time.time() - t0 < 30 and not (tmp_path / "runs").exists()
 
 
 def test_malformed_sweep_files(tmp_path, monkeypatch, capsys):
@@ -110,3 +197,73 @@ def test_exit_code_through_a_real_process(tmp_path):
         and proc.stderr.strip() == "error: seeds=0: must be >= 1 (N runs seeds 0..N-1), or a list like [3,7]"
     )
     assert not (tmp_path / "runs").exists()
+
+
+def test_gpu_request_passes_where_gpus_are_declared_or_remote():
+    from ablate.compose import compose
+    from ablate.config import validate_launch
+
+    for extra in (["launcher.num_gpus=2"], ["ray.address=auto"], ["mode=train"]):
+        validate_launch(compose(["sweep=technique_matrix", "launcher.gpus_per_trial=1", *extra]))
+
+
+def test_metric_list_covers_what_a_trial_records():
+    """The ONE list sweep.metric is checked against names every key a real trial writes (KL on, so `kl` too)."""
+    from ablate.compose import compose
+    from ablate.config import METRICS
+    from ablate.trainer.core import train
+    from tests.conftest import FAST
+
+    cfg = compose([*FAST, "train.steps=2", "train.eval_every=1", "kl=k3_loss"])
+    keys = {k for rec in train(cfg, 0).history for k in rec} - {"step", "diverged"}
+    assert keys <= set(METRICS), keys - set(METRICS)
+    assert set(METRICS) - keys <= set(), set(METRICS) - keys
+
+
+PLAN = {
+    "sweep": "s",
+    "run_id": "r",
+    "baseline": "b",
+    "variants": {"b": []},
+    "seeds": [0],
+    "spec": {"metric": "m"},
+}
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("{torn", "plan.json: not valid JSON (line 1, column 2"),
+        ("[]", "plan.json: not a JSON object"),
+        (
+            json.dumps({k: v for k, v in PLAN.items() if k not in ("spec", "seeds")}),
+            "missing keys seeds, spec",
+        ),
+        (json.dumps({**PLAN, "baseline": "x"}), "'variants' must be an object that names the baseline 'x'"),
+        (json.dumps({**PLAN, "spec": {}}), "'spec' must be an object with the sweep's 'metric'"),
+    ],
+    ids=["not-json", "not-object", "missing-keys", "no-baseline", "no-metric"],
+)
+@pytest.mark.parametrize("how", ["report", "mode=report"])
+def test_report_on_a_broken_plan_is_one_line(text, needle, how, tmp_path, monkeypatch, capsys):
+    run = tmp_path / "runs" / "s" / "r"
+    run.mkdir(parents=True)
+    (run / "plan.json").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    argv = ["report", str(run)] if how == "report" else ["mode=report", f"report_path={run}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {run}/plan.json: ") and needle in err[0], err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_version_and_info(capsys):
+    from ablate import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"ablate {__version__}"
+    assert main(["--info"]) == 0
+    out = capsys.readouterr().out
+    for word in ("ablate", "python", "torch", "ray", "hydra", "conf"):
+        assert any(line.split()[0] == word for line in out.splitlines()), (word, out)
+    assert __version__ in out and sys.version.split()[0] in out and "/conf" in out

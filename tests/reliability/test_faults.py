@@ -124,3 +124,31 @@ def test_ctrl_c_keeps_finished_trials_and_exits_130(tmp_path):
     assert finished and "failed" not in statuses(run).values()  # interrupted is not failed: it reruns
     again = cli(args, cwd=tmp_path)
     assert again.returncode == 0 and f"{len(finished)} skipped" in again.stdout
+
+
+def test_a_failure_every_trial_shares_stops_the_sweep_early(tmp_path):
+    """Trials that fail in set-up with the same error: the sweep stops after two, with one line."""
+    data = tmp_path / "gsm8k"
+    data.mkdir()
+    (data / "test.jsonl").write_text('{"question": "1+1?", "answer": "#### 2"}\n')  # no train split
+    sp = write_sweep(tmp_path / "sweeps", "broken", {"entropy_off": ["entropy=off"], "k_4": ["k=4"]})
+    proc = cli(
+        [sp, "sweep=broken", "seeds=4", "task=gsm8k", f"task.path={data}", "model=hf",
+         f"model.name={_tiny_hf(tmp_path)}", "launcher.max_failures=0", "rollout.max_response_length=8", "progress=false"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(err) == 1, proc.stderr[-3000:]
+    assert (
+        err[0].startswith("error: every trial fails at start-up: FileNotFoundError")
+        and "status.json" in err[0]
+    )
+    run = the_run(tmp_path, "broken")
+    attempted = [s for s in statuses(run).values() if s in ("error", "failed")]
+    assert 2 <= len(attempted) < 12  # stopped early: not all 3 variants x 4 seeds
+
+
+def _tiny_hf(tmp_path):
+    from ablate.trainer.models import save_tiny_hf_model
+
+    return save_tiny_hf_model(tmp_path / "tiny")

@@ -8,8 +8,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from ablate.trainer.collectives import all_sum
 from ablate.trainer.core import train
-from ablate.trainer.distributed import _free_port, all_sum
+from ablate.trainer.distributed import _free_port
 from ablate.trainer.losses import aggregate_loss
 from tests.conftest import FAST
 from tests.helpers import without_time

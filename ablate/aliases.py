@@ -1,0 +1,48 @@
+"""Names users bring from TRL and verl, answered with ablate's own (a hint, never a silent rename).
+
+Why hints and not aliases: TRL's ``loss_type=dr_grpo`` bundles two of ablate's independent toggles, and
+its defaults moved between releases; naming ablate's keys keeps every knob an ablation depends on visible.
+"""
+
+from __future__ import annotations
+
+HINTS = {
+    "num_generations": "TRL's group size: here k=<K> (or algo.responses_per_prompt=<K>)",
+    "rollout.n": "verl's group size: here k=<K> (or algo.responses_per_prompt=<K>)",
+    "actor_rollout_ref.rollout.n": "verl's group size: here k=<K> (or algo.responses_per_prompt=<K>)",
+    "beta": "TRL's KL weight: here algo.kl.coef=<beta> with kl=k3_loss (in the loss) or kl=k1_reward",
+    "kl_coef": "the KL weight: here algo.kl.coef=<coef> with kl=k3_loss or kl=k1_reward",
+    "num_iterations": "TRL's passes per batch: here update_epochs=<mu> (or algo.update_epochs=<mu>)",
+    "ppo_epochs": "verl's passes per batch: here update_epochs=<mu> (or algo.update_epochs=<mu>)",
+    "loss_type": "TRL's bundle: here length_norm=token_mean (dapo/bnpo), length_norm=seq_mean_token_mean "
+    "(grpo), length_norm=constant plus adv_norm=group_nostd (dr_grpo)",
+    "scale_rewards": "TRL's std division: here adv_norm=group (true / 'group'), adv_norm=group_nostd (false), "
+    "adv_norm=group_mean_batch_std ('batch')",
+    "epsilon": "the lower clip: here algo.clip.epsilon=<eps>",
+    "epsilon_high": "clip-higher: here clip=clip_higher or algo.clip.epsilon_high=<eps>",
+    "clip_ratio": "the clip: here algo.clip.epsilon=<eps> (algo.clip.epsilon_high for the upper side)",
+    "mask_truncated_completions": "here token_mask=truncated (or format_truncated)",
+    "loss_agg_mode": "verl's aggregation: here length_norm=token_mean | seq_mean_token_mean | constant "
+    "(= seq-mean-token-sum-norm)",
+    "learning_rate": "here optim.lr=<lr>",
+    "lr": "here optim.lr=<lr>",
+    "temperature": "here rollout.temperature=<t>",
+    "max_completion_length": "here rollout.max_response_length=<n>",
+    "max_prompt_length": "here task.max_prompt_length=<n>",
+    "per_device_train_batch_size": "here train.micro_batch_size=<n>",
+    "gradient_accumulation_steps": "here train.grad_accum=<n>",
+    "num_train_epochs": "here train.steps=<n> (RL steps)",
+    "max_steps": "here train.steps=<n>",
+    "entropy_coeff": "here algo.entropy.coef=<c> (entropy=constant or entropy=annealed)",
+    "use_kl_loss": "here kl=k3_loss (true) or kl=none (false)",
+}
+
+# Group -> the plain key that takes any value the group's option files do not list.
+PLAIN_KEYS = {
+    "k": "algo.responses_per_prompt",
+    "update_epochs": "algo.update_epochs",
+}
+
+
+def hint(override_key: str) -> str | None:
+    return HINTS.get(override_key.lstrip("+~"))

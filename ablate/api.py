@@ -1,0 +1,181 @@
+"""Python API: ``run = ablate.load_run("runs/<sweep>/<run_id>")`` -> the report's numbers as DataFrames.
+
+Why: a notebook user wants ``run.table``, ``run.trials`` and ``run.metrics`` to slice and plot, not table.csv
+parsed back. The table is built by the very code that writes the report (``ablate.report.render.build``), so
+the API and the report cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PLAN_KEYS = ("sweep", "run_id", "baseline", "variants", "seeds", "spec")
+RUN_LAYOUT = "expected runs/<sweep>/<run_id> with plan.json"
+
+
+def read_plan(run: str | Path) -> dict:
+    """plan.json of a run, checked; raises ValueError with one line naming the file and what is wrong."""
+    path = Path(run) / "plan.json"
+    if not path.is_file():
+        raise ValueError(f"{run}: not a run directory ({RUN_LAYOUT})")
+    try:
+        plan = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
+    if not isinstance(plan, dict):
+        raise ValueError(f"{path}: not a JSON object ({RUN_LAYOUT}; its plan.json is written by a sweep)")
+    missing = [k for k in PLAN_KEYS if k not in plan]
+    if missing:
+        raise ValueError(
+            f"{path}: missing keys {', '.join(missing)} (a run's plan.json has {', '.join(PLAN_KEYS)})"
+        )
+    if not isinstance(plan["variants"], dict) or plan["baseline"] not in plan["variants"]:
+        raise ValueError(f"{path}: 'variants' must be an object that names the baseline {plan['baseline']!r}")
+    if not isinstance(plan["spec"], dict) or "metric" not in plan["spec"]:
+        raise ValueError(f"{path}: 'spec' must be an object with the sweep's 'metric'")
+    if not isinstance(plan["seeds"], list):
+        raise ValueError(f"{path}: 'seeds' must be a list of integers")
+    return plan
+
+
+@dataclass
+class Run:
+    """One run of a sweep, read from the store: every frame is the one the report is made from."""
+
+    path: Path
+    plan: dict = field(repr=False)
+    metrics: Any = field(repr=False)  # pd.DataFrame: one row per (variant, seed, record) of finished trials
+    trials: Any = field(repr=False)  # pd.DataFrame: one row per trial: summaries + factor columns
+    table: Any = field(repr=False)  # pd.DataFrame: the verdict table, as in table.csv
+
+    def __repr__(self) -> str:
+        return (
+            f"Run({str(self.path)!r}: sweep {self.plan['sweep']}, {len(self.plan['variants'])} variants, "
+            f"{len(self.trials)} trials)"
+        )
+
+
+def load_run(path: str | Path) -> Run:
+    """Read runs/<sweep>/<run_id>: ``run.metrics``, ``run.trials``, ``run.table`` (DataFrames), ``run.plan``.
+
+    ``run.trials`` has, besides each trial's summaries (``final``, ``auc``, ``best``, cost, ...), one column
+    per key any variant overrides (``kl``, ``algo.entropy.coef``), holding the value the trial ran with: the
+    variant's override, else the baseline's value. Raises ValueError when ``path`` is not a run directory.
+    """
+    from ablate.report.render import build
+
+    path = Path(path)
+    plan = read_plan(path)
+    r = build(path)
+    metrics = r["metrics"]
+    if len(metrics):
+        metrics = metrics[metrics.variant.isin(set(plan["variants"]))].reset_index(drop=True)
+    trials = r["summaries"]
+    extra = [c for c in ("config_hash", "attempts", "note", "error") if c in r["trials"]]
+    if len(trials) and extra:
+        trials = trials.merge(r["trials"][["variant", "seed", *extra]], on=["variant", "seed"], how="left")
+    factors = factor_values(path, plan)
+    for key in {k: None for vals in factors.values() for k in vals}:
+        trials[key] = [factors.get(v, {}).get(key) for v in trials.variant] if len(trials) else []
+    return Run(path, plan, metrics, trials.reset_index(drop=True), r["table"])
+
+
+# ---- factor columns -----------------------------------------------------------------------------------------
+
+
+def _split(override: str) -> tuple[str, str | None]:
+    """'+algo.kl.coef=0.1' -> ('algo.kl.coef', '0.1'); '~key' -> ('key', None)."""
+    key, _, value = override.partition("=")
+    return key.lstrip("+~"), (None if key.startswith("~") else value)
+
+
+def _last(overrides: list[str], key: str) -> tuple[bool, str | None]:
+    found, value = False, None
+    for ov in overrides:
+        k, v = _split(ov)
+        if k == key:
+            found, value = True, v
+    return found, value
+
+
+def _typed(key: str, raw: str | None, groups: set[str]) -> Any:
+    """A group choice stays the option's name ('off', '16'); a plain key's value is parsed (0.01 -> float)."""
+    import yaml
+
+    if raw is None:
+        return None
+    if key in groups:
+        return raw.strip("'\"")
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
+def _conf_defaults() -> tuple[set[str], dict[str, str]]:
+    """The config groups and their default options (conf/config.yaml's defaults list)."""
+    import yaml
+
+    from ablate.compose import conf_dir
+
+    try:
+        conf = conf_dir()
+    except ValueError:
+        return set(), {}
+    groups = {p.name for p in conf.iterdir() if p.is_dir()}
+    defaults = {}
+    for entry in (yaml.safe_load((conf / "config.yaml").read_text()) or {}).get("defaults", []):
+        if isinstance(entry, dict):
+            defaults.update({str(k): str(v) for k, v in entry.items() if v is not None})
+    return groups, defaults
+
+
+def _baseline_value(run: Path, plan: dict, key: str, groups: set[str], defaults: dict[str, str]) -> Any:
+    """What the baseline ran with for ``key``: its own override, the overrides every trial shared (as its
+    status.json recorded them, or the sweep's), its stored config.yaml, or the group's default option."""
+    from ablate import store
+    from ablate.report.run_info import trial_config
+
+    base = plan["baseline"]
+    found, raw = _last(plan["variants"][base], key)
+    if found:
+        return _typed(key, raw, groups)
+    shared = [*plan["spec"].get("overrides", []), *plan["spec"].get("baseline_overrides", [])]
+    for seed in plan["seeds"]:
+        st = store.read_status(store.trial_paths(run, base, seed)) or {}
+        if st.get("overrides"):
+            shared = list(st["overrides"])
+            break
+    found, raw = _last(shared, key)
+    if found:
+        return _typed(key, raw, groups)
+    if key in groups:
+        return defaults.get(key)
+    for seed in plan["seeds"]:
+        node = trial_config(run, base, seed)
+        if node is None:
+            continue
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node
+    return None
+
+
+def factor_values(run: Path, plan: dict) -> dict[str, dict[str, Any]]:
+    """variant -> {overridden key: value}, over every key any variant overrides (plan order)."""
+    groups, defaults = _conf_defaults()
+    keys = list({_split(ov)[0]: None for ovs in plan["variants"].values() for ov in ovs})
+    base = {k: _baseline_value(Path(run), plan, k, groups, defaults) for k in keys}
+    out = {}
+    for name, ovs in plan["variants"].items():
+        row = {}
+        for k in keys:
+            found, raw = _last(ovs, k)
+            row[k] = _typed(k, raw, groups) if found else base[k]
+        out[name] = row
+    return out

@@ -1,0 +1,451 @@
+"""Every option of every technique group bites: at the same seed it changes what the loss or the sampler sees.
+
+Each test goes through the Trainer (``collect``, ``step``, ``update``) with a small batch and spies on the
+function the option feeds (``aggregate_loss``, ``clipped_surrogate``, ``compute_advantages``, ``opt.step``,
+the rollout backend), comparing with hand-computed values. ``test_every_option_has_a_mechanism_test`` reads
+conf/ so a new option file without a mechanism test fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from ablate.trainer import advantages as adv_mod
+from ablate.trainer import core
+from ablate.trainer.core import Batch, Trainer
+from ablate.trainer.losses import kl_k1, kl_k3
+from tests.conftest import FAST
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+GROUPS = (
+    "kl",
+    "length_norm",
+    "token_mask",
+    "dynamic_sampling",
+    "update_epochs",
+    "k",
+    "adv_norm",
+    "entropy",
+    "clip",
+    "reward_norm",
+    "lr_schedule",
+)
+SMALL = FAST + ["train.prompts_per_step=2", "k=4", "update_epochs=1", "entropy=off"]
+COVERED: dict[str, set[str]] = defaultdict(set)
+R8 = [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]  # two groups of K=4 with unequal spreads
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def covers(group: str, *names: str):
+    COVERED[group].update(names)
+    return lambda fn: fn
+
+
+def make(compose_cfg, *overrides: str, seed: int = 0) -> Trainer:
+    return Trainer(compose_cfg(SMALL + list(overrides)), seed)
+
+
+def score_by_prompt(t: Trainer, monkeypatch, reward) -> None:
+    """Replace the verifier: ``reward(prompt_index, row_in_group)`` -> reward; correct = reward > 0."""
+
+    def score(rb, prompt_idx, problems):
+        K = len(rb.truncated) // len(prompt_idx)
+        r = torch.tensor([float(reward(prompt_idx[i // K], i % K)) for i in range(len(rb.truncated))])
+        return r, (r > 0).float()
+
+    monkeypatch.setattr(t, "_score", score)
+
+
+def score_rows(t: Trainer, monkeypatch, rewards: list[float]) -> None:
+    """Replace the verifier: the batch's rows get exactly ``rewards``, in order."""
+
+    def score(rb, prompt_idx, problems):
+        r = torch.tensor(rewards)
+        return r, (r > 0).float()
+
+    monkeypatch.setattr(t, "_score", score)
+
+
+def freeze_collect(t: Trainer, monkeypatch, edit=None):
+    """Draw one batch, then make every ``collect`` return it (optionally edited)."""
+    rb, r, c, info = t.collect()
+    if edit is not None:
+        rb = edit(rb)
+    monkeypatch.setattr(t, "collect", lambda: (rb, r, c, info))
+    return rb
+
+
+def spy_loss(monkeypatch) -> list[SimpleNamespace]:
+    """Record each aggregate_loss call; per_tok keeps its gradient so d loss / d per-token loss is visible."""
+    calls, real = [], core.aggregate_loss
+
+    def spy(per_tok, mask, mode, max_len, *rest):
+        per_tok.retain_grad()
+        out = real(per_tok, mask, mode, max_len, *rest)
+        calls.append(SimpleNamespace(per_tok=per_tok, mask=mask, mode=mode, loss=out.detach()))
+        return out
+
+    monkeypatch.setattr(core, "aggregate_loss", spy)
+    return calls
+
+
+def spy_advantage_input(monkeypatch) -> list[torch.Tensor]:
+    seen, real = [], adv_mod.compute_advantages
+
+    def spy(rewards, *a, **k):
+        seen.append(rewards.clone())
+        return real(rewards, *a, **k)
+
+    monkeypatch.setattr(adv_mod, "compute_advantages", spy)
+    return seen
+
+
+def perturb(model, scale: float = 0.05) -> None:
+    """Move the policy away from its reference copy (policy != reference)."""
+    g = torch.Generator().manual_seed(123)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g))
+
+
+def on_policy_batch(t: Trainer, rb, advantages, old_shift: float = 0.0, loss_mask=None) -> Batch:
+    with torch.no_grad():
+        logp = t._logp(t.model, rb)[0]
+        ref = t._logp(t.ref, rb)[0] if t.ref is not None else None
+    mask = rb.completion_mask.clone() if loss_mask is None else loss_mask
+    return Batch(rb, advantages, mask, logp - old_shift, ref)
+
+
+# ---- kl -------------------------------------------------------------------------------------------------
+@covers("kl", "none")
+def test_kl_none_loads_no_reference_and_logs_no_kl(compose_cfg, monkeypatch):
+    t = make(compose_cfg, "kl=none")
+    assert t.ref is None
+    score_rows(t, monkeypatch, R8)
+    seen = spy_advantage_input(monkeypatch)
+    rec = t.step(0)
+    assert "kl" not in rec and torch.equal(seen[0], torch.tensor(R8))  # rewards reach advantages untouched
+
+
+@covers("kl", "k1_reward")
+def test_k1_reward_subtracts_coef_times_summed_k1_before_advantages(compose_cfg, monkeypatch):
+    t = make(compose_cfg, "kl=k1_reward")
+    perturb(t.model)
+    score_rows(t, monkeypatch, R8)
+    rb = freeze_collect(t, monkeypatch)
+    with torch.no_grad():
+        k1 = kl_k1(t._logp(t.model, rb)[0], t._logp(t.ref, rb)[0]) * rb.completion_mask
+    expected = torch.tensor(R8) - 0.05 * k1.sum(-1)
+    seen = spy_advantage_input(monkeypatch)
+    t.step(0)
+    assert (expected - torch.tensor(R8)).abs().max() > 1e-4  # the penalty is not trivially zero
+    torch.testing.assert_close(seen[0], expected, atol=1e-6, rtol=0)
+
+
+@covers("kl", "k3_loss")
+def test_k3_loss_adds_coef_times_k3_to_the_per_token_loss(compose_cfg, monkeypatch):
+    t = make(compose_cfg, "kl=k3_loss")
+    perturb(t.model)
+    rb, *_ = t.collect()
+    batch = on_policy_batch(t, rb, torch.linspace(-1, 1, rb.completion_ids.shape[0]))
+    calls = spy_loss(monkeypatch)
+    weights = copy.deepcopy(t.model.state_dict())
+    t.update([batch], 0.0)
+    t.model.load_state_dict(weights)
+    t.cfg.algo.kl.mode = "none"
+    t.update([batch], 0.0)
+    m = rb.completion_mask.bool()
+    k3 = kl_k3(batch.old_logp, batch.ref_logp)  # on-policy first pass: logp == old_logp
+    assert k3[m].max() > 1e-4
+    torch.testing.assert_close((calls[0].per_tok - calls[1].per_tok)[m], 0.05 * k3[m], atol=1e-6, rtol=1e-4)
+
+
+# ---- length_norm ------------------------------------------------------------------------------------------
+@covers("length_norm", "token_mean", "seq_mean_token_mean", "constant")
+@pytest.mark.parametrize("option", ["token_mean", "seq_mean_token_mean", "constant"])
+def test_length_norm_gives_the_hand_computed_per_token_weight(compose_cfg, monkeypatch, option):
+    """Unequal lengths (row 0 keeps one token): d loss / d per-token loss is the normalizer's 1/x."""
+    t = make(compose_cfg, f"length_norm={option}")
+    rb, *_ = t.collect()
+    mask = rb.completion_mask.clone()
+    mask[0, 1:] = 0
+    n_seq, lengths = mask.shape[0], mask.sum(-1, keepdim=True)
+    weight = {
+        "token_mean": 1 / mask.sum(),  # sum / tokens
+        "seq_mean_token_mean": 1 / (n_seq * lengths),  # mean per sequence, then over sequences
+        "constant": torch.tensor(1 / (n_seq * 10)),  # sum / (sequences x max_response_length=10)
+    }[option].expand_as(mask)
+    calls = spy_loss(monkeypatch)
+    t.update([on_policy_batch(t, rb, torch.linspace(-1, 1, n_seq), loss_mask=mask)], 0.0)
+    grad = calls[0].per_tok.grad
+    assert lengths.unique().numel() > 1
+    torch.testing.assert_close(grad[mask > 0], weight[mask > 0].float(), rtol=1e-6, atol=0)
+    assert (grad[mask == 0] == 0).all()
+    hand = (calls[0].per_tok.detach() * mask * weight).sum()
+    torch.testing.assert_close(calls[0].loss, hand.float(), rtol=1e-5, atol=1e-7)
+
+
+# ---- token_mask -------------------------------------------------------------------------------------------
+@covers("token_mask", "none", "format", "truncated", "format_truncated")
+@pytest.mark.parametrize("option", ["none", "format", "truncated", "format_truncated"])
+def test_masked_tokens_get_exactly_zero_gradient(compose_cfg, monkeypatch, option):
+    t = make(compose_cfg, f"token_mask={option}")
+
+    def truncate_row0(rb):
+        cut = rb.truncated.clone()
+        cut[0] = True
+        return replace(rb, truncated=cut)
+
+    rb = freeze_collect(t, monkeypatch, truncate_row0)
+    real = rb.completion_mask.bool()
+    is_format = torch.isin(rb.completion_ids, torch.tensor(t.format_ids)) & real
+    is_cut = rb.truncated.unsqueeze(-1).expand_as(real) & real
+    assert is_format.any() and is_cut.any() and (real & ~is_format & ~is_cut).any()
+    masked = {
+        "none": torch.zeros_like(real),
+        "format": is_format,
+        "truncated": is_cut,
+        "format_truncated": is_format | is_cut,
+    }[option]
+    calls = spy_loss(monkeypatch)
+    t.step(0)
+    grad = calls[0].per_tok.grad
+    assert (grad[masked | ~real] == 0).all()
+    assert (grad[real & ~masked] != 0).all()
+
+
+# ---- dynamic_sampling -------------------------------------------------------------------------------------
+def informative_if_even(i: int, row: int) -> float:
+    return float(row == 0) if i % 2 == 0 else 1.0  # even prompts: [1, 0, 0, 0]; odd prompts: all 1 (std 0)
+
+
+@covers("dynamic_sampling", "off")
+def test_off_trains_on_every_drawn_group(compose_cfg, monkeypatch):
+    t = make(compose_cfg, "dynamic_sampling=off", "train.prompts_per_step=6")
+    score_by_prompt(t, monkeypatch, informative_if_even)
+    _, r, _, info = t.collect()
+    std = r.view(-1, 4).std(1)
+    assert info["sampling/groups_drawn"] == info["sampling/groups_kept"] == 6 and r.numel() == 24
+    assert (std == 0).any() and (std > 0).any()
+
+
+@covers("dynamic_sampling", "drop_zero_std")
+def test_drop_zero_std_keeps_only_informative_groups_and_refills(compose_cfg, monkeypatch):
+    t = make(compose_cfg, "dynamic_sampling=drop_zero_std", "train.prompts_per_step=6")
+    score_by_prompt(t, monkeypatch, informative_if_even)
+    _, r, _, info = t.collect()
+    assert (r.view(-1, 4).std(1) > 0).all() and r.numel() == 24
+    assert info["sampling/groups_kept"] == 6 and info["sampling/groups_drawn"] > 6
+    assert "sampling/budget_hit" not in info  # a short batch is not reported (see dapo)
+
+
+@covers("dynamic_sampling", "hard_replay")
+def test_hard_replay_up_weights_prompts_with_no_positive_sample(compose_cfg, monkeypatch):
+    t = make(compose_cfg, "dynamic_sampling=hard_replay", "train.prompts_per_step=6")
+    score_by_prompt(t, monkeypatch, lambda i, row: float(i % 2 == 0))  # odd prompts never solved
+    first = t.sampler.next(6)
+    t.sampler = type(t.sampler)(t.sampler.n, torch.Generator().manual_seed(t.streams.prompt_order), 3.0)
+    t.collect()
+    hard = [i for i in first if i % 2]
+    assert hard and all(t.sampler.weights[i] == 3.0 for i in hard)
+    assert all(t.sampler.weights[i] == 1.0 for i in range(t.sampler.n) if i not in hard)
+    draws = [t.sampler.next(1)[0] for _ in range(3000)]
+    share = sum(d in hard for d in draws) / len(draws)
+    expected = 3 * len(hard) / (t.sampler.n + 2 * len(hard))
+    assert abs(share - expected) < 0.03, (share, expected)
+
+
+@covers("dynamic_sampling", "dapo")
+def test_dapo_fills_the_batch_with_informative_groups(compose_cfg, monkeypatch):
+    t = make(compose_cfg, "dynamic_sampling=dapo", "train.prompts_per_step=6")
+    score_by_prompt(t, monkeypatch, lambda i, row: float(row == 0) if i % 3 == 0 else 1.0)
+    _, r, _, info = t.collect()
+    assert (r.view(-1, 4).std(1) > 0).all() and r.numel() == 24
+    assert info["sampling/budget_hit"] == 0.0 and info["sampling/groups_short"] == 0.0
+    assert (
+        info["sampling/gen_batches"] >= 2
+        and info["sampling/groups_drawn"] == 6 * info["sampling/gen_batches"]
+    )
+
+
+def test_dapo_records_a_spent_budget_instead_of_training_short_silently(compose_cfg, monkeypatch):
+    t = make(compose_cfg, "dynamic_sampling=dapo", "algo.dynamic_sampling.max_gen_batches=3")
+    score_by_prompt(t, monkeypatch, lambda i, row: 1.0)  # every group all-correct: nothing informative
+    calls = []
+    real = t._rollout
+    monkeypatch.setattr(t, "_rollout", lambda *a: calls.append(1) or real(*a))
+    rec = t.step(0)
+    assert len(calls) == 3  # the budget, then stop
+    assert rec["sampling/budget_hit"] == 1.0 and rec["sampling/groups_short"] == 2.0
+    assert rec["sampling/gen_batches"] == 3.0 and rec["sampling/groups_kept"] == 2.0  # the last draw
+
+
+def test_dapo_budget_is_validated(compose_cfg):
+    from ablate.config import ConfigError, validate_trial
+
+    with pytest.raises(ConfigError, match="algo.dynamic_sampling.max_gen_batches=0"):
+        validate_trial(compose_cfg(["dynamic_sampling=dapo", "algo.dynamic_sampling.max_gen_batches=0"]))
+
+
+# ---- update_epochs ----------------------------------------------------------------------------------------
+@covers("update_epochs", *options("update_epochs"))
+@pytest.mark.parametrize("option", options("update_epochs"))
+def test_update_epochs_multiplies_optimizer_steps(compose_cfg, monkeypatch, option):
+    """8 rows in micro-batches of 2, 2 per optimizer step: 2 steps per epoch, so mu epochs make 2 mu steps."""
+    t = make(compose_cfg, f"update_epochs={option}", "train.micro_batch_size=2", "train.grad_accum=2")
+    count, real = [], t.opt.step
+    monkeypatch.setattr(t.opt, "step", lambda *a, **k: count.append(1) or real(*a, **k))
+    t.step(0)
+    assert len(count) == 2 * int(option)
+
+
+# ---- k ----------------------------------------------------------------------------------------------------
+@covers("k", *options("k"))
+@pytest.mark.parametrize("option", options("k"))
+def test_k_sets_the_group_size_the_sampler_draws(compose_cfg, monkeypatch, option):
+    t = make(compose_cfg, f"k={option}")
+    K, seen, real = int(option), [], t.backend.generate
+    monkeypatch.setattr(t.backend, "generate", lambda prompts, *a: seen.append(prompts) or real(prompts, *a))
+    rb, r, _, _ = t.collect()
+    (prompts,) = seen
+    assert len(prompts) == rb.completion_ids.shape[0] == r.numel() == 2 * K  # prompts x K rows
+    assert all(prompts[g * K + j] == prompts[g * K] for g in range(2) for j in range(K))
+    assert prompts[0] != prompts[K]
+
+
+# ---- adv_norm ---------------------------------------------------------------------------------------------
+BATCH_STD = math.sqrt(15 / 56)  # unbiased std of R8: mean 3/8, squared deviations sum to 15/8, over 7
+ADV = {  # advantages of R8, by hand
+    "group": [1.5, -0.5, -0.5, -0.5] + [0.5 / math.sqrt(1 / 3)] * 2 + [-0.5 / math.sqrt(1 / 3)] * 2,
+    "group_nostd": [0.75, -0.25, -0.25, -0.25, 0.5, 0.5, -0.5, -0.5],
+    "batch": [(x - 0.375) / BATCH_STD for x in R8],
+    "group_mean_batch_std": [x / BATCH_STD for x in [0.75, -0.25, -0.25, -0.25, 0.5, 0.5, -0.5, -0.5]],
+    "none": R8,
+}
+
+
+@covers("adv_norm", *ADV)
+@pytest.mark.parametrize("option", list(ADV))
+def test_adv_norm_advantages_are_hand_computed_and_reach_the_loss(compose_cfg, monkeypatch, option):
+    t = make(compose_cfg, f"adv_norm={option}")
+    score_rows(t, monkeypatch, R8)
+    seen, real = [], core.clipped_surrogate
+    monkeypatch.setattr(
+        core, "clipped_surrogate", lambda lp, old, adv, *a: seen.append(adv) or real(lp, old, adv, *a)
+    )
+    t.step(0)
+    torch.testing.assert_close(seen[0], torch.tensor(ADV[option]), atol=1e-5, rtol=1e-5)
+
+
+# ---- entropy ----------------------------------------------------------------------------------------------
+ENTROPY = {  # coefficient at steps 0, 7, 8, 9 of 10; annealed: 0.003 to 0 over the final 2 steps
+    "off": [0.0, 0.0, 0.0, 0.0],
+    "constant": [0.003, 0.003, 0.003, 0.003],
+    "annealed": [0.003, 0.003, 0.0015, 0.0],
+}
+
+
+@covers("entropy", *ENTROPY)
+@pytest.mark.parametrize("option", list(ENTROPY))
+def test_entropy_coefficient_reaches_the_update_at_hand_computed_steps(compose_cfg, monkeypatch, option):
+    t = make(compose_cfg, f"entropy={option}", "train.steps=10")
+    freeze_collect(t, monkeypatch)
+    got, real = [], t.update
+    monkeypatch.setattr(t, "update", lambda batches, coef: got.append(coef) or real(batches, coef))
+    for s in (0, 7, 8, 9):
+        t.step(s)
+    assert got == pytest.approx(ENTROPY[option], abs=1e-12)
+
+
+def test_a_nonzero_entropy_coefficient_changes_the_gradient(compose_cfg, monkeypatch):
+    t = make(compose_cfg)
+    rb, *_ = t.collect()
+    batch = on_policy_batch(t, rb, torch.linspace(-1, 1, rb.completion_ids.shape[0]))
+    grads, real = [], t.opt.step
+
+    def spy(*a, **k):
+        grads.append(torch.cat([p.grad.flatten() for p in t.model.parameters()]).clone())
+        return real(*a, **k)
+
+    monkeypatch.setattr(t.opt, "step", spy)
+    weights = copy.deepcopy(t.model.state_dict())
+    t.update([batch], 0.0)
+    t.model.load_state_dict(weights)
+    t.update([batch], 0.003)
+    assert (grads[0] - grads[1]).norm() > 1e-3 * grads[0].norm()
+
+
+# ---- clip -------------------------------------------------------------------------------------------------
+@covers("clip", "symmetric", "clip_higher")
+@pytest.mark.parametrize(("option", "clipped"), [("symmetric", 1.0), ("clip_higher", 0.0)])
+def test_clip_higher_lets_ratios_between_the_bounds_through(compose_cfg, option, clipped):
+    """Every ratio is 1.25 with A > 0: above 1 + 0.2, below 1 + 0.28."""
+    t = make(compose_cfg, f"clip={option}")
+    rb, *_ = t.collect()
+    batch = on_policy_batch(t, rb, torch.ones(rb.completion_ids.shape[0]), old_shift=math.log(1.25))
+    out = t.update([batch], 0.0)
+    assert out["clip_ratio/high"] == pytest.approx(clipped, abs=1e-6)
+    assert (out["grad_norm"] == 0.0) == (clipped == 1.0)  # a clipped token passes no gradient
+
+
+# ---- reward_norm ------------------------------------------------------------------------------------------
+REWARD_NORM = {  # step 0: running moments are R8's own (mean 3/8, unbiased std sqrt(15/56))
+    "off": R8,
+    "normalize": [x / (BATCH_STD + 1e-6) for x in R8],
+    "normalize_bias_correct": [(x - 0.375) / (BATCH_STD + 1e-6) for x in R8],
+}
+
+
+@covers("reward_norm", *REWARD_NORM)
+@pytest.mark.parametrize("option", list(REWARD_NORM))
+def test_reward_norm_transforms_the_rewards_as_hand_computed(compose_cfg, monkeypatch, option):
+    t = make(compose_cfg, f"reward_norm={option}", "adv_norm=none")
+    score_rows(t, monkeypatch, R8)
+    seen = spy_advantage_input(monkeypatch)
+    t.step(0)
+    torch.testing.assert_close(seen[0], torch.tensor(REWARD_NORM[option]), atol=1e-6, rtol=1e-6)
+
+
+# ---- lr_schedule ------------------------------------------------------------------------------------------
+def _cos(step: int, warm: int, total: int = 20, floor: float = 0.1) -> float:
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * (step - warm) / (total - 1 - warm)))
+
+
+STEPS = (0, 1, 10, 18, 19)  # of 20; base lr 3e-4, min_lr_ratio 0.1, decay_ratio 0.2 (4 steps)
+LR = {
+    "constant": [1.0] * 5,
+    "cosine": [1.0, _cos(1, 0), _cos(10, 0), _cos(18, 0), 0.1],
+    "warmup_constant_then_decay": [1.0, 1.0, 1.0, 1 - 0.9 * 3 / 4, 0.1],
+    "warmup_cosine": [0.5, 1.0, _cos(10, 2), _cos(18, 2), 0.1],  # 2 warmup steps: 1/2, 2/2
+}
+
+
+@covers("lr_schedule", *LR)
+@pytest.mark.parametrize("option", list(LR))
+def test_lr_schedule_sets_the_optimizer_lr_at_chosen_steps(compose_cfg, monkeypatch, option):
+    t = make(compose_cfg, f"lr_schedule={option}", "train.steps=20")
+    freeze_collect(t, monkeypatch)
+    got, real = [], t.opt.step
+    monkeypatch.setattr(
+        t.opt, "step", lambda *a, **k: got.append(t.opt.param_groups[0]["lr"]) or real(*a, **k)
+    )
+    for s in STEPS:
+        t.step(s)
+    assert got == pytest.approx([3e-4 * m for m in LR[option]], rel=1e-12)
+
+
+# ---- coverage ---------------------------------------------------------------------------------------------
+def test_every_option_has_a_mechanism_test():
+    missing = {g: sorted(set(options(g)) - COVERED[g]) for g in GROUPS}
+    assert not {g: m for g, m in missing.items() if m}, f"options without a mechanism test: {missing}"
