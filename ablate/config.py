@@ -605,20 +605,11 @@ def validate_launch(cfg) -> None:
                 "ray.address=auto to join a cluster, or declare GPUs with launcher.num_gpus=N (packing tests)",
             )
     if cfg.rollout.backend == "vllm" and not cfg.ray.address:  # local run: check here, not inside a worker
-        import importlib.util
+        from ablate.trainer.rollout.vllm import platform_problem  # a CUDA GPU, or vLLM's CPU build
 
-        import torch
-
-        if not torch.cuda.is_available():
-            _fail(
-                "rollout.backend", "vllm", "needs a CUDA GPU and none is visible here; use rollout=hf on CPU"
-            )
-        if importlib.util.find_spec("vllm") is None:
-            _fail(
-                "rollout.backend",
-                "vllm",
-                "needs vLLM installed: pip install -e '.[vllm]' (or use rollout=hf)",
-            )
+        problem = platform_problem()
+        if problem is not None:
+            _fail("rollout.backend", "vllm", problem)
     _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
     _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)
     _at_least("seed", cfg.seed, 0)

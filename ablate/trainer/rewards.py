@@ -6,7 +6,9 @@ reward with the config's weights, so every weight an ablation depends on is in c
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from dataclasses import dataclass
 
 from ablate.registry import Registry
@@ -62,7 +64,13 @@ def verify_math(text: str, problem: Problem, open_: str = "\\boxed{", close: str
     try:
         from math_verify import parse, verify
 
-        ok = bool(verify(parse(f"${problem.answer}$"), parse(f"${candidate}$")))
+        # math-verify's timeouts use signal.alarm, which only works in the main thread; a Ray Tune trial
+        # runs in a thread, where every parse would raise. There: no timeout (answers here are short).
+        t = 5 if threading.current_thread() is threading.main_thread() else None
+        if t is None:
+            logging.getLogger("math_verify").setLevel(logging.ERROR)  # "timeout is disabled", once per call
+        ok = bool(verify(parse(f"${problem.answer}$", parsing_timeout=t), parse(f"${candidate}$", parsing_timeout=t),
+                         timeout_seconds=t))  # fmt: skip
     except ImportError:
         try:
             ok = abs(float(candidate) - float(problem.answer.replace(",", ""))) < 1e-6

@@ -66,7 +66,7 @@ BAD = [
     (["not-an-override"], "not an override"),
     (
         ["mode=train", "rollout=vllm", "model=hf", "model.name=/nonexistent"],
-        "rollout.backend='vllm': needs a CUDA GPU",
+        "rollout.backend='vllm': needs vLLM installed",
     ),
     (["sweep=technique_matrix", "+sweep.variants.x=[kl=k3_loss]"], "quote list items that contain '='"),
     (

