@@ -229,6 +229,9 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         from ablate.sweep.cluster import probe
 
         probe(cfg.ray.address)  # a dead address: one line in seconds, before the run directory is written
+        from ablate.sweep.runner import start_ray
+
+        start_ray(cfg)  # join now: a trial that fits no node is refused before anything is written
     t0 = time.time()
     counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
     mark("driver: trials done")
@@ -239,6 +242,12 @@ def run_sweep(cfg, overrides: list[str]) -> int:
 
     out = write_report(run, cfg.reports_dir)
     mark("driver: report written")
+    if cfg.logger == "wandb":
+        import pandas as pd
+
+        from ablate.report.wandb_summary import log_summary
+
+        log_summary(cfg, plan.sweep, plan.run_id, pd.read_csv(out / "table.csv"), run)
     wait_for_ray_stopped()
     mark("driver: ray stopped")
     print(

@@ -111,7 +111,26 @@ def start_ray(cfg) -> bool:
     finally:
         importer.join()
     mark("driver: ray up")
+    if cfg.ray.address:
+        _check_trials_fit(cfg)
     return True
+
+
+def _check_trials_fit(cfg) -> None:
+    """On a joined cluster: some alive node must hold one trial's CPUs and GPUs, or Tune waits forever."""
+    import ray
+
+    from ablate.config import ConfigError
+
+    cpu, gpu = cfg.launcher.cpus_per_trial, cfg.launcher.gpus_per_trial
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    if not any(r.get("CPU", 0) >= cpu and r.get("GPU", 0) >= gpu for r in nodes):
+        biggest = max(nodes, key=lambda r: (r.get("GPU", 0), r.get("CPU", 0)), default={})
+        ray.shutdown()
+        raise ConfigError(
+            f"launcher.cpus_per_trial={cpu:g}, launcher.gpus_per_trial={gpu:g}: no node of the cluster at "
+            f"{cfg.ray.address} has that much (largest: {biggest.get('CPU', 0):g} CPU, {biggest.get('GPU', 0):g} GPU)"
+        )
 
 
 @contextmanager

@@ -128,12 +128,18 @@ if not _has_gpu():
 
 @pytest.mark.parametrize("argv, needle", BAD, ids=[" ".join(a) for a, _ in BAD])
 def test_bad_invocation(argv, needle, tmp_path, monkeypatch, capsys):
+    import time
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ABLATE_CACHE", raising=False)  # a warm-start cache would land in ./.cache
+    t0 = time.time()
     rc = main(argv)
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2
+    assert rc == 2 and time.time() - t0 < 30
     assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0], err
+    assert "Traceback" not in err[0]
     assert not (tmp_path / "runs").exists() and not (tmp_path / "reports").exists()
+    assert not (tmp_path / ".cache").exists()
     import ray
 
     assert not ray.is_initialized()

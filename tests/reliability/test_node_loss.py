@@ -59,3 +59,24 @@ def test_sweep_survives_losing_a_node(tmp_path):
         if ray.is_initialized():
             ray.shutdown()
         cluster.shutdown()
+
+
+def test_a_trial_that_fits_no_node_of_a_joined_cluster_is_refused_before_writing(
+    tmp_path, monkeypatch, capsys
+):
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from ablate.__main__ import main
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert main(["sweep=smoke", f"ray.address={cluster.address}", "launcher.cpus_per_trial=2"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "no node of the cluster" in err[0] and "largest: 1 CPU, 0 GPU" in err[0], err
+        assert not (tmp_path / "runs").exists()
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        cluster.shutdown()

@@ -21,22 +21,22 @@ def test_interval_coverage_at_five_seeds(noise):
 
 
 def test_family_wise_error_with_ten_null_variants():
-    r = calibrate.family_wise(250)
+    r = calibrate.family_wise(200)
     assert r["fwer"] <= 0.05 + 2 * calibrate.mc_se(0.05, r["reps"]), r
 
 
 def test_false_equivalence_when_the_true_difference_is_the_margin():
-    r = calibrate.false_equivalence(250)
+    r = calibrate.false_equivalence(150)
     assert r["false_equivalent"] <= 0.05, r
 
 
 def test_power_at_the_printed_mde():
-    r = calibrate.power_at_printed_mde(250)
+    r = calibrate.power_at_printed_mde(200)
     assert 0.7 <= r["power"] <= 0.9, r
 
 
 def test_a_diverged_baseline_seed_keeps_every_other_pair():
-    r = calibrate.diverged_baseline_seed(250)
+    r = calibrate.diverged_baseline_seed(200)
     assert r["pairs"] == [5] and r["tests"] == ["paired_t"], r
     assert abs(r["power"] - r["expected"]) <= 3 * calibrate.mc_se(r["expected"], r["reps"]), r
 

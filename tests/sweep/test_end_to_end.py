@@ -127,3 +127,6 @@ def test_wandb_offline_logs_every_trial(tmp_path):
         assert f"{variant}-seed0".encode() in data  # name = variant-seed
         assert b"reward/mean" in data and b"eval/positive_rate" in data  # per-step metrics
         assert b"responses_per_prompt" in data  # the resolved config
+    (summary,) = list(tmp_path.glob(f"runs/wb/{run_id}/wandb/offline-run-*/run-*.wandb"))
+    data = summary.read_bytes()  # the group's summary run: the verdict table and each row's verdict
+    assert b"verdicts" in data and b"verdict/entropy_off" in data and b"summary" in data
