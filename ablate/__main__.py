@@ -187,7 +187,7 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
 
     from ablate import store
     from ablate.sweep.plan import config_hash
-    from ablate.sweep.runner import run_trial
+    from ablate.sweep.trial import run_trial
 
     # Kept like a sweep's trial: runs/train/<config hash>/train/seed=<n>/{config.yaml, metrics.jsonl, status.json}
     h = config_hash(cfg)
@@ -215,7 +215,7 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     from ablate.store import run_dir
     from ablate.sweep.plan import build_plan, describe
     from ablate.sweep.progress import SweepProgress
-    from ablate.sweep.runner import execute, wait_for_ray_stopped
+    from ablate.sweep.runner import execute
 
     plan = build_plan(cfg, overrides)
     mark("driver: planned")
@@ -223,21 +223,26 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         print(
             describe(plan, cfg, _estimate_trial_seconds(plan), run_dir(cfg.runs_dir, plan.sweep, plan.run_id))
         )
+    if not cfg.force:  # a trial that cannot fit its GPU: refused with the figures, dry run or not
+        from ablate.sweep.memory import plan_sweep, refuse_if_too_big
+
+        refuse_if_too_big(plan_sweep(plan, cfg))
+    if cfg.dry_run:
         return 0
     _refuse_absurd(plan, cfg)
     if cfg.ray.address:
         from ablate.sweep.cluster import probe
 
         probe(cfg.ray.address)  # a dead address: one line in seconds, before the run directory is written
-        from ablate.sweep.runner import start_ray
+        from ablate.sweep import ray_session
 
-        start_ray(cfg)  # join now: a trial that fits no node is refused before anything is written
+        ray_session.start(cfg)  # join now: a trial that fits no node is refused before anything is written
     t0 = time.time()
     counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
     mark("driver: trials done")
     run = run_dir(cfg.runs_dir, plan.sweep, plan.run_id)
-    # Imported only now (pandas, scipy, statsmodels, matplotlib: ~1.7 s on 2 cores), while Ray's processes
-    # exit in the background, instead of before Ray starts where it delayed the first trial by as much.
+    # Imported only now (pandas, scipy, statsmodels, matplotlib: ~1.7 s on 2 cores): before Ray starts it
+    # delayed the first trial by as much.
     from ablate.report.render import write_report
 
     out = write_report(run, cfg.reports_dir)
@@ -248,8 +253,6 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         from ablate.report.wandb_summary import log_summary
 
         log_summary(cfg, plan.sweep, plan.run_id, pd.read_csv(out / "table.csv"), run)
-    wait_for_ray_stopped()
-    mark("driver: ray stopped")
     print(
         f"sweep {plan.sweep} run {plan.run_id}: {counts['ran']} ran, {counts['skipped']} skipped (finished before), "
         f"{counts['failed']} failed, in {time.time() - t0:.1f} s"
@@ -381,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     from ablate.compose import compose
-    from ablate.sweep.runner import SweepLocked, SystemicFailure
+    from ablate.sweep.errors import SweepLocked, SystemicFailure
 
     try:
         if multirun:
@@ -433,38 +436,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def exit_now(code: int) -> None:
-    """End the process without the interpreter's module teardown.
-
-    Why: with torch, Ray, pandas and matplotlib loaded, CPython's finalization (freeing every module and
-    object one by one) takes ~1.1 s on 2 cores after the work is done. Everything a normal exit does that
-    matters still happens first: non-daemon threads are joined, atexit handlers run, stdio is flushed.
-    """
-    import atexit
-    import threading
-
-    for t in threading.enumerate():
-        if t is not threading.current_thread() and not t.daemon:
-            t.join()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BrokenPipeError:  # the reader went away (| head): what was left is undeliverable
-            code = code or 141
-        except (OSError, ValueError):  # a closed stream: nothing to deliver
-            pass
-    os._exit(code)
-
-
 def run_cli() -> None:
     try:
         code = main()
+        sys.stdout.flush()
     except BrokenPipeError:
         # output piped into a reader that stopped early (| head): end quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 141  # 128 + SIGPIPE
-    exit_now(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -7,40 +7,16 @@ the API and the report cannot disagree.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PLAN_KEYS = ("sweep", "run_id", "baseline", "variants", "seeds", "spec")
-RUN_LAYOUT = "expected runs/<sweep>/<run_id> with plan.json"
-
 
 def read_plan(run: str | Path) -> dict:
-    """plan.json of a run, checked; raises ValueError with one line naming the file and what is wrong."""
-    path = Path(run) / "plan.json"
-    if not path.is_file():
-        raise ValueError(f"{run}: not a run directory ({RUN_LAYOUT})")
-    try:
-        plan = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
-    if not isinstance(plan, dict):
-        raise ValueError(f"{path}: not a JSON object ({RUN_LAYOUT}; its plan.json is written by a sweep)")
-    missing = [k for k in PLAN_KEYS if k not in plan]
-    if missing:
-        raise ValueError(
-            f"{path}: missing keys {', '.join(missing)} (a run's plan.json has {', '.join(PLAN_KEYS)})"
-        )
-    if not isinstance(plan["variants"], dict) or plan["baseline"] not in plan["variants"]:
-        raise ValueError(f"{path}: 'variants' must be an object that names the baseline {plan['baseline']!r}")
-    if not isinstance(plan["spec"], dict) or "metric" not in plan["spec"]:
-        raise ValueError(f"{path}: 'spec' must be an object with the sweep's 'metric'")
-    if not isinstance(plan["seeds"], list):
-        raise ValueError(f"{path}: 'seeds' must be a list of integers")
-    return plan
+    """plan.json of a run, checked (store.PlanRecord); raises ValueError with one line naming the file."""
+    from ablate.store import PlanRecord
+
+    return PlanRecord.read(Path(run)).as_dict()
 
 
 @dataclass

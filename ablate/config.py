@@ -28,6 +28,14 @@ class ModelConfig:
     dtype: str = "bfloat16"  # HF models on GPU; CPU always computes in float32
     gradient_checkpointing: bool = False  # trades compute for memory on large models; never worth it on CPU
     chat_template: bool = True  # wrap prompts with the tokenizer's chat template where it has one
+    # Declared shape of a hub model, for the memory planner only (ablate/sweep/memory.py; a local model
+    # directory's config.json is read instead). 0 = unknown: no memory plan, no check.
+    params_b: float = 0.0  # parameters, in billions
+    layers: int = 0
+    hidden: int = 0
+    heads: int = 0  # attention (query) heads
+    kv_heads: int = 0  # key/value heads (GQA); 0 = heads
+    vocab: int = 0
 
 
 @dataclass
@@ -145,6 +153,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 1  # torch threads (split over ranks); 0 leaves torch's default
     world_size: int = 1  # data-parallel ranks in one trial (one per GPU; gloo processes on CPU)
+    parallel: str = "ddp"  # ddp: full copy per rank | fsdp: FSDP2 shards params, grads, AdamW state
     fault_step: int = -1  # test hook: raise at this step (-1 = never)
     fault_seed: int = -1  # ... only for this seed (-1 = any)
 
@@ -167,6 +176,8 @@ class LauncherConfig:
     gpus_per_trial: float = 0.0  # fractions share a GPU
     max_failures: int = 1  # retries of a trial that raised, before it is recorded failed
     max_concurrent: int = 0  # 0 = as many as resources allow
+    # GiB of one GPU, for the memory planner's check (None: the visible GPU's, via torch.cuda; none = no check)
+    gpu_memory_gb: float | None = None
 
 
 @dataclass
@@ -370,6 +381,7 @@ def validate_trial(cfg) -> None:
     _at_least("train.eval_every", tr.eval_every, 0)
     _at_least("train.threads", tr.threads, 0)
     _at_least("train.world_size", tr.world_size, 1)
+    _one_of("train.parallel", tr.parallel, ["ddp", "fsdp"])
     if tr.world_size > 1:
         if tr.prompts_per_step % tr.world_size:
             _fail(
@@ -586,6 +598,14 @@ def validate_launch(cfg) -> None:
             g,
             "more than one GPU per trial must be a whole number (one DDP rank per GPU)",
         )
+    if 0 < g < 1 and cfg.train.world_size > 1:
+        _fail(
+            "launcher.gpus_per_trial",
+            g,
+            f"a fraction of a GPU packs single-process trials only, not train.world_size={cfg.train.world_size}",
+        )
+    if cfg.launcher.gpu_memory_gb is not None:
+        _positive("launcher.gpu_memory_gb", cfg.launcher.gpu_memory_gb)
     if cfg.launcher.num_gpus is not None:
         _at_least("launcher.num_gpus", cfg.launcher.num_gpus, 0)
         if g > cfg.launcher.num_gpus:

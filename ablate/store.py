@@ -12,8 +12,9 @@ import math
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 FINISHED = ("done", "diverged")  # outcomes: a rerun skips these; "failed" and "running" are rerun
 
@@ -95,6 +96,101 @@ class TrialPaths:
         return self.dir / "status.json"
 
 
+# ---- typed records: plan.json of a run, status.json of a trial --------------------------------------------
+
+RUN_LAYOUT = "expected runs/<sweep>/<run_id> with plan.json"
+
+
+@dataclass
+class PlanRecord:
+    """plan.json: what a run is (written by the runner and the simulator, read by stats, report and API)."""
+
+    sweep: str
+    run_id: str
+    baseline: str
+    variants: dict[str, list[str]]  # name -> overrides, baseline first
+    seeds: list[int]
+    spec: dict  # the sweep spec, stats settings included
+    factors: dict[str, dict[str, str]] = field(default_factory=dict)  # factorial cells: name -> {axis: level}
+    trials: list[dict] = field(default_factory=list)  # {variant, seed, config_hash}
+    sequential: dict | None = None  # seeds=auto: looks, spending, alpha, and the seeds each variant was given
+
+    REQUIRED = ("sweep", "run_id", "baseline", "variants", "seeds", "spec")
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        if d["sequential"] is None:
+            del d["sequential"]
+        return d
+
+    def write(self, run: Path) -> None:
+        write_atomic(Path(run) / "plan.json", json.dumps(self.as_dict(), indent=1))
+
+    @classmethod
+    def read(cls, run: Path) -> PlanRecord:
+        """Raises ValueError with one line naming the file and what is wrong with it."""
+        path = Path(run) / "plan.json"
+        if not path.is_file():
+            raise ValueError(f"{run}: not a run directory ({RUN_LAYOUT})")
+        try:
+            plan = json.loads(path.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
+        if not isinstance(plan, dict):
+            raise ValueError(f"{path}: not a JSON object ({RUN_LAYOUT}; its plan.json is written by a sweep)")
+        missing = [k for k in cls.REQUIRED if k not in plan]
+        if missing:
+            raise ValueError(
+                f"{path}: missing keys {', '.join(missing)} (a run's plan.json has {', '.join(cls.REQUIRED)})"
+            )
+        if not isinstance(plan["variants"], dict) or plan["baseline"] not in plan["variants"]:
+            raise ValueError(
+                f"{path}: 'variants' must be an object that names the baseline {plan['baseline']!r}"
+            )
+        if not isinstance(plan["spec"], dict) or "metric" not in plan["spec"]:
+            raise ValueError(f"{path}: 'spec' must be an object with the sweep's 'metric'")
+        if not isinstance(plan["seeds"], list):
+            raise ValueError(f"{path}: 'seeds' must be a list of integers")
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in plan.items() if k in known})
+
+
+@dataclass
+class TrialStatus:
+    """status.json: a trial's outcome and cost. ``write_status`` accepts exactly these fields."""
+
+    status: str  # running | done | diverged | error | failed (FINISHED: a rerun skips it)
+    config_hash: str | None = None
+    variant: str | None = None
+    seed: int | None = None
+    factors: dict | None = None
+    overrides: list | None = None
+    attempts: int | None = None
+    invocation: str | None = None  # the sweep invocation that ran it: attempts count within one
+    started: float | None = None
+    ended: float | None = None
+    seconds: float | None = None  # the RL loop; setup (model, warm start) apart
+    setup_seconds: float | None = None
+    cpu_seconds: float | None = None
+    gpu_seconds: float | None = None
+    peak_rss_mb: float | None = None
+    n_records: int | None = None  # metrics.jsonl lines: fewer on disk = torn, the trial reruns
+    tokens: float | None = None
+    note: str | None = None
+    error: str | None = None
+    phase: str | None = None  # where an error struck: setup (nothing recorded yet) | training
+    updated: float | None = None
+    host: str | None = None
+    pid: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # anything else a caller records
+
+    def as_dict(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if v is not None and k != "extra"}
+        return {**d, **self.extra}
+
+
 def run_dir(runs_dir: str | Path, sweep: str, run_id: str) -> Path:
     return Path(runs_dir) / sweep / run_id
 
@@ -110,10 +206,23 @@ def read_status(p: TrialPaths) -> dict | None:
         return None
 
 
-def write_status(p: TrialPaths, **fields) -> dict:
-    status = {"updated": time.time(), "host": socket.gethostname(), "pid": os.getpid(), **fields}
+def write_status(p: TrialPaths, **values) -> dict:
+    """status.json of a trial, through the TrialStatus schema (fields it does not name are kept in extra)."""
+    values = {"updated": time.time(), "host": socket.gethostname(), "pid": os.getpid(), **values}
+    known = {f.name for f in fields(TrialStatus)} - {"extra"}
+    extra = {k: v for k, v in values.items() if k not in known}
+    status = TrialStatus(**{k: v for k, v in values.items() if k in known}, extra=extra).as_dict()
     write_atomic(p.status, json.dumps(status, indent=1, default=str))
     return status
+
+
+def complete_records(p: TrialPaths, st: dict) -> list[dict] | None:
+    """The trial's metrics records when the file is whole and holds what its status promises, else None."""
+    try:
+        recs = read_metrics(p.metrics)
+    except (FileNotFoundError, CorruptMetrics):
+        return None
+    return recs if len(recs) == st.get("n_records", -1) else None
 
 
 def is_finished(p: TrialPaths, config_hash: str) -> bool:
@@ -121,10 +230,7 @@ def is_finished(p: TrialPaths, config_hash: str) -> bool:
     st = read_status(p)
     if not st or st.get("status") not in FINISHED or st.get("config_hash") != config_hash:
         return False
-    try:
-        return len(read_metrics(p.metrics)) == st.get("n_records", -1)
-    except (FileNotFoundError, CorruptMetrics):
-        return False
+    return complete_records(p, st) is not None
 
 
 def iter_trials(run: Path):
@@ -148,15 +254,9 @@ def load_run(run: Path):
         st = read_status(p) or {"status": "missing"}
         status = st.get("status", "missing")
         if status in FINISHED:
-            try:
-                recs = read_metrics(p.metrics)
-                if len(recs) != st.get("n_records", -1):
-                    raise CorruptMetrics(
-                        f"{p.metrics}: {len(recs)} records, status says {st.get('n_records')}"
-                    )
-            except (FileNotFoundError, CorruptMetrics):
-                status = "corrupt"
-                recs = []
+            recs = complete_records(p, st)
+            if recs is None:  # torn or short: never half-read into a report
+                status, recs = "corrupt", []
             for r in recs:
                 rows.append(
                     {

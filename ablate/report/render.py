@@ -17,9 +17,9 @@ from ablate.report import plots
 from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table, to_html, to_markdown
 from ablate.report.display import display_table, matched_table, notes, shared_level
 from ablate.report.run_info import describe_run, header_text, trial_config
+from ablate.stats.health import health_table
 from ablate.stats.summary import token_curves, trial_summaries
 from ablate.stats.tables import ablation_table, factorial_anova, to_latex
-from ablate.trainer.diagnostics import health_table
 
 PACKAGES = (
     "torch",
@@ -85,7 +85,7 @@ def manifest(plan: dict, trials: pd.DataFrame) -> dict:
 def build(run: Path) -> dict:
     """All report numbers for a run, as DataFrames/dicts (no files written)."""
     run = Path(run)
-    plan = json.loads((run / "plan.json").read_text())
+    plan = store.PlanRecord.read(run).as_dict()
     spec = plan["spec"]
     stats = StatsConfig(**spec.get("stats", {}))
     metrics, trials = store.load_run(run)

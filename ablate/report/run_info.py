@@ -7,7 +7,6 @@ cannot pass for a real one.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -115,4 +114,6 @@ def header_text(info: dict) -> str:
 
 
 def read_plan(run: Path) -> dict:
-    return json.loads((Path(run) / "plan.json").read_text())
+    from ablate.store import PlanRecord
+
+    return PlanRecord.read(Path(run)).as_dict()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import math
 import tempfile
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ablate.stats.simulate import simulated_run
+from ablate.store import PlanRecord
 
 TRIAL_SD = 0.03  # per-trial offset; a pair's difference has sd ~ sqrt(2) * TRIAL_SD (eval noise is small)
 
@@ -50,8 +50,8 @@ def reported(run: Path, out: Path) -> pd.DataFrame:
         code = main(["report", str(run), f"reports_dir={out}", "figures=false"])
     if code != 0:
         raise RuntimeError(f"report exited {code}")
-    plan = json.loads((run / "plan.json").read_text())
-    table = pd.read_csv(out / plan["sweep"] / plan["run_id"] / "table.csv")
+    plan = PlanRecord.read(run)
+    table = pd.read_csv(out / plan.sweep / plan.run_id / "table.csv")
     check_one_inference(table)
     return table
 

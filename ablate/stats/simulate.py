@@ -12,7 +12,6 @@ eval: a binomial positive rate of 64 samples).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -130,21 +129,19 @@ def simulated_run(
         "n_boot": 1000,
         "power": 0.8,
     } | (stats or {})
-    plan = {
-        "sweep": sweep,
-        "run_id": run_id,
-        "baseline": next(iter(effects)),
-        "variants": variants,
-        "factors": {},
-        "seeds": seed_list,
-        "trials": trials,
-        "spec": {
+    store.PlanRecord(
+        sweep=sweep,
+        run_id=run_id,
+        baseline=next(iter(effects)),
+        variants=variants,
+        seeds=seed_list,
+        trials=trials,
+        spec={
             "name": sweep,
             "metric": "eval/positive_rate",
             "higher_is_better": True,
             "description": "simulated",
             "stats": spec_stats,
         },
-    }
-    store.write_atomic(run / "plan.json", json.dumps(plan))
+    ).write(run)
     return run

@@ -14,6 +14,7 @@ from pathlib import Path
 from ray import tune
 
 from ablate import store
+from ablate.sweep.errors import SystemicFailure
 
 SAME_FAILURES = 2
 
@@ -27,8 +28,6 @@ class FailFast(tune.Callback):
         self.finished += 1
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        from ablate.sweep.runner import SystemicFailure
-
         spec = self.specs[trial.config["trial_index"]]
         p = store.trial_paths(self.run, spec["variant"], spec["seed"])
         try:

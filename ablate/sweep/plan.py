@@ -275,4 +275,9 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=
             f"{source} wall clock for the rest: ~{total / 60:.1f} min on {slots} slots "
             f"(~{est_trial_s:.0f} s per trial + ~{start_up:.0f} s start-up)"
         )
+    from ablate.sweep import memory
+
+    mp = memory.plan_sweep(plan, cfg)
+    if mp is not None or cfg.model.name != "tiny":  # the embedded tiny model is never worth a plan
+        lines += memory.describe(mp, OmegaConf.create(plan.trials[0].config_yaml).train.steps, n)
     return "\n".join(lines)

@@ -52,6 +52,23 @@ class SweepProgress:
 
         return ProgressCallback(self, specs)
 
+    # ---- events, from the Tune callback (which only translates Tune's) ----
+    def trial_started(self, name: str, steps: int) -> None:
+        self.running[name] = 0
+        self.steps_per_trial[name] = steps
+        self._refresh()
+
+    def trial_step(self, name: str, step: int) -> None:
+        self.running[name] = step
+        self._refresh()
+
+    def trial_finished(self, name: str, ok: bool) -> None:
+        self._finish(name, ok)
+
+    def trial_retried(self, name: str) -> None:
+        self.retried += 1
+        self._line(f"retrying {name} after an error")
+
     # ---- display ----
     def _eta(self) -> str:
         finished = self.done + self.failed

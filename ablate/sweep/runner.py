@@ -7,257 +7,19 @@ happen; Ray's own experiment directory is a temporary folder, never the record.
 
 from __future__ import annotations
 
-import importlib
-import os
 import shutil
 import tempfile
-import threading
-import time
-import traceback
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from ablate import store
+from ablate.sweep import ray_session
+from ablate.sweep.errors import SweepLocked, SystemicFailure
 from ablate.sweep.plan import Plan, Trial
+from ablate.sweep.trial import run_trial
 from ablate.timeline import mark
-
-
-class SweepLocked(RuntimeError):
-    """Another sweep holds this run directory."""
-
-
-class SystemicFailure(RuntimeError):
-    """Trials fail at start-up with one and the same error: every other trial would too."""
-
-
-def _ray_env() -> None:
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # local, loopback-only embedded cluster
-    os.environ.setdefault("RAY_CHDIR_TO_TRIAL_DIR", "0")
-    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    os.environ.setdefault("TUNE_RESULT_BUFFER_LENGTH", "1")
-    # Ctrl-C raises KeyboardInterrupt in the driver (Tune's own handler would return as if the sweep ended):
-    # finished trials stay finished, interrupted ones simply rerun next time.
-    os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
-    # What Tune would otherwise pass to each trial actor as a runtime_env (see _plain_trial_actors).
-    os.environ.setdefault("PL_DISABLE_FORK", "1")
-
-
-_ray_stopping: threading.Thread | None = None
-
-
-def wait_for_ray_stopped() -> None:
-    """Join the background ``ray.shutdown`` of the last sweep, if one is still running."""
-    global _ray_stopping
-    if _ray_stopping is not None:
-        _ray_stopping.join()
-        _ray_stopping = None
-
-
-def _stop_ray_in_background() -> None:
-    """ray.shutdown spends ~1.2 s waiting for Ray's processes to exit: let the caller write the report meanwhile.
-
-    Safe only once nothing of Ray's is left to free: a Ray handle (ObjectRef, ActorHandle) deallocated in
-    another thread while the shutdown runs ends the whole process ("The core worker has already been
-    shutdown ... The process will exit", exit code 1, no traceback). So the caller drops its Ray and Tune
-    objects first, the garbage collector runs here (cyclic garbage holding handles is freed while Ray is
-    up), and stays off until the shutdown is over. A non-daemon thread: the interpreter waits for it before
-    exiting; the next start_ray joins it.
-    """
-    global _ray_stopping
-    import gc
-
-    import ray
-
-    gc.collect()
-    collecting = gc.isenabled()
-    gc.disable()
-
-    def shutdown() -> None:
-        try:
-            ray.shutdown()
-        finally:
-            if collecting:
-                gc.enable()
-
-    _ray_stopping = threading.Thread(target=shutdown, name="ray-shutdown")
-    _ray_stopping.start()
-
-
-def start_ray(cfg) -> bool:
-    """Embedded local Ray sized to the machine, or join ``ray.address``. Returns True if we started it."""
-    _ray_env()
-    wait_for_ray_stopped()
-    import ray
-
-    if ray.is_initialized():
-        return False
-    # Tune's import (~0.7 s) runs while ray.init waits for its processes to come up.
-    importer = threading.Thread(target=importlib.import_module, args=("ray.tune",), name="import-tune")
-    importer.start()
-    kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR", configure_logging=True)
-    mark("driver: ray.init")
-    try:
-        if cfg.ray.address:
-            ray.init(address=cfg.ray.address, **kwargs)
-        else:
-            ray.init(
-                num_cpus=cfg.launcher.num_cpus or os.cpu_count(), num_gpus=cfg.launcher.num_gpus, **kwargs
-            )
-    finally:
-        importer.join()
-    mark("driver: ray up")
-    if cfg.ray.address:
-        _check_trials_fit(cfg)
-    return True
-
-
-def _check_trials_fit(cfg) -> None:
-    """On a joined cluster: some alive node must hold one trial's CPUs and GPUs, or Tune waits forever."""
-    import ray
-
-    from ablate.config import ConfigError
-
-    cpu, gpu = cfg.launcher.cpus_per_trial, cfg.launcher.gpus_per_trial
-    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
-    if not any(r.get("CPU", 0) >= cpu and r.get("GPU", 0) >= gpu for r in nodes):
-        biggest = max(nodes, key=lambda r: (r.get("GPU", 0), r.get("CPU", 0)), default={})
-        ray.shutdown()
-        raise ConfigError(
-            f"launcher.cpus_per_trial={cpu:g}, launcher.gpus_per_trial={gpu:g}: no node of the cluster at "
-            f"{cfg.ray.address} has that much (largest: {biggest.get('CPU', 0):g} CPU, {biggest.get('GPU', 0):g} GPU)"
-        )
-
-
-@contextmanager
-def _plain_trial_actors():
-    """Register Tune's trial actors without a per-actor ``runtime_env`` (embedded Ray only).
-
-    Why: Tune gives every trial actor ``runtime_env={"env_vars": {...}}`` (PL_DISABLE_FORK and the driver's
-    RAY_* settings). A non-empty runtime_env makes the raylet start a fresh worker through setup_worker.py and
-    the runtime-env agent instead of handing the actor one of the workers it prestarted at ``ray.init``, so on
-    a 2-core machine the first trials waited ~1.2 s longer while those prestarted workers' imports went to
-    waste. A local raylet's workers inherit the driver's environment (``_ray_env`` runs before ``ray.init``),
-    so the variables arrive anyway. On a cluster (``ray.address``) Tune's own behaviour is kept: remote nodes
-    do not inherit this process's environment. Falls back to Tune's behaviour if its internals move.
-    """
-    try:
-        from ray.tune.execution.class_cache import _ActorClassCache
-    except ImportError:  # Tune reorganised: keep its default
-        yield
-        return
-    import ray
-
-    original = _ActorClassCache.get
-
-    def get(self, trainable_cls):
-        if trainable_cls not in self._cache:
-            self._cache[trainable_cls] = ray.remote(trainable_cls)
-        return self._cache[trainable_cls]
-
-    _ActorClassCache.get = get
-    try:
-        yield
-    finally:
-        _ActorClassCache.get = original
-
-
-def _wandb_run(logger: dict, trial: dict, cfg_dict: dict, directory: Path):
-    import wandb
-
-    return wandb.init(
-        project=logger["project"],
-        entity=logger["entity"],
-        mode=logger["mode"],
-        dir=str(directory),
-        group=f"{trial['sweep']}/{trial['run_id']}",
-        job_type=trial["variant"],
-        name=f"{trial['variant']}-seed{trial['seed']}",
-        config=cfg_dict,
-        reinit="finish_previous",
-    )
-
-
-def run_trial(spec: dict, run: str, logger: dict, invocation: str, report_fn=None) -> str:
-    """Runs one trial into the store; used inside Ray workers (and directly by tests). Returns the status.
-
-    Exceptions are recorded (status 'error' with traceback) and re-raised so Tune's retry policy applies.
-    """
-    from omegaconf import OmegaConf
-
-    from ablate.trainer.core import train
-
-    p = store.trial_paths(Path(run), spec["variant"], spec["seed"])
-    p.dir.mkdir(parents=True, exist_ok=True)
-    prev = store.read_status(p) or {}
-    attempts = prev.get("attempts", 0) + 1 if prev.get("invocation") == invocation else 1
-    if p.metrics.exists():
-        p.metrics.unlink()  # an interrupted or failed attempt restarts from scratch
-    store.write_atomic(p.config, spec["config_yaml"])
-    base = {
-        "variant": spec["variant"],
-        "seed": spec["seed"],
-        "config_hash": spec["config_hash"],
-        "factors": spec["factors"],
-        "overrides": spec["overrides"],
-        "attempts": attempts,
-        "invocation": invocation,
-    }
-    started = time.time()
-    mark("worker: trial started")
-    store.write_status(p, status="running", started=started, **base)
-    cfg = OmegaConf.create(spec["config_yaml"])
-    writer = store.MetricsWriter(p.metrics)
-    wb = (
-        _wandb_run(logger, spec, OmegaConf.to_container(cfg, resolve=True), p.dir)
-        if logger["name"] == "wandb"
-        else None
-    )
-
-    def report(rec: dict) -> None:
-        writer.write(rec)
-        if wb is not None:
-            wb.log({k: v for k, v in rec.items() if k != "step"}, step=int(rec["step"]))
-        if report_fn is not None:
-            report_fn(rec)
-
-    try:
-        result = train(cfg, spec["seed"], report)
-    except BaseException:
-        writer.close()
-        phase = "setup" if writer.count == 0 else "training"  # nothing recorded yet: it failed starting up
-        store.write_status(
-            p, status="error", started=started, ended=time.time(), error=traceback.format_exc(), phase=phase,
-            **base,
-        )  # fmt: skip
-        if wb is not None:
-            wb.finish(exit_code=1)
-        raise
-    writer.close()
-    tokens = max((r.get("tokens/total", 0.0) for r in result.history), default=0.0)
-    store.write_status(
-        p,
-        status=result.status,
-        started=started,
-        ended=time.time(),
-        seconds=result.seconds,
-        setup_seconds=result.setup_seconds,
-        cpu_seconds=result.cpu_seconds,
-        gpu_seconds=result.gpu_seconds,
-        peak_rss_mb=result.peak_rss_mb,
-        n_records=writer.count,
-        tokens=tokens,
-        note=result.note,
-        **base,
-    )
-    if wb is not None:
-        wb.summary["status"] = result.status
-        wb.finish()
-    return result.status
 
 
 def _tune_trainable(config: dict, specs: list[dict], run: str, logger: dict, invocation: str) -> None:
@@ -292,40 +54,30 @@ def execute(plan: Plan, cfg, progress=None) -> dict:
 
 
 def _write_plan(plan: Plan, run: Path, requested: dict[str, int] | None = None) -> None:
-    import json
-
-    record = {
-        "sweep": plan.sweep,
-        "run_id": plan.run_id,
-        "baseline": plan.baseline,
-        "variants": plan.variants,
-        "factors": plan.factors,
-        "seeds": plan.seeds,
-        "spec": plan.spec,
-        "trials": [{"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash} for t in plan.trials],
-    }
-    if plan.sequential:
-        record["sequential"] = {**plan.sequential, "requested": requested or {}}
-    previous = _previous_plan(run)
+    record = store.PlanRecord(
+        sweep=plan.sweep,
+        run_id=plan.run_id,
+        baseline=plan.baseline,
+        variants=plan.variants,
+        seeds=plan.seeds,
+        spec=plan.spec,
+        factors=plan.factors,
+        trials=[{"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash} for t in plan.trials],
+        sequential={**plan.sequential, "requested": requested or {}} if plan.sequential else None,
+    )
+    try:
+        previous = store.PlanRecord.read(run)
+    except ValueError:
+        previous = None
     if previous and not plan.sequential:  # seeds add to a run: a rerun with fewer seeds forgets none
-        record["seeds"] = sorted(set(previous.get("seeds", [])) | set(plan.seeds))
-        mine = {(t["variant"], t["seed"]) for t in record["trials"]}
-        record["trials"] += [
+        record.seeds = sorted(set(previous.seeds) | set(plan.seeds))
+        mine = {(t["variant"], t["seed"]) for t in record.trials}
+        record.trials += [
             t
-            for t in previous.get("trials", [])
+            for t in previous.trials
             if (t["variant"], t["seed"]) not in mine and t["variant"] in plan.variants
         ]
-    store.write_atomic(run / "plan.json", json.dumps(record, indent=1))
-
-
-def _previous_plan(run: Path) -> dict | None:
-    import json
-
-    try:
-        old = json.loads((run / "plan.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return old if isinstance(old, dict) else None
+    record.write(run)
 
 
 def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
@@ -396,22 +148,17 @@ def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress) -> di
 
 
 def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
-    started = start_ray(cfg)
+    started = ray_session.start(cfg)
     try:
-        _fit(pending, cfg, run, progress, plain_actors=started and not cfg.ray.address)
-    except BaseException:
-        if started:  # the exception's traceback keeps _fit's Ray handles alive: stop Ray here, synchronously
-            import ray
-
-            ray.shutdown()
-        raise
-    if started:  # every Ray and Tune object died with _fit's frame
-        _stop_ray_in_background()
+        _fit(pending, cfg, run, progress)
+    finally:
+        if started:
+            ray_session.stop()
 
 
-def _fit(pending: list[Trial], cfg, run: Path, progress, plain_actors: bool) -> None:
-    """One Tune run over the pending trials. All of its Ray handles live in this frame (see
-    _stop_ray_in_background)."""
+def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
+    """One Tune run over the pending trials: each is a Tune trial with the launcher's resources, actors are
+    reused (torch and transformers imported once per worker), results go to the store as they happen."""
     from ray import tune
 
     specs = [
@@ -466,11 +213,7 @@ def _fit(pending: list[Trial], cfg, run: Path, progress, plain_actors: bool) -> 
         )
         mark("driver: tune fit")
         try:
-            if plain_actors:
-                with _plain_trial_actors():
-                    tuner.fit()
-            else:
-                tuner.fit()
+            tuner.fit()
         except Exception as e:  # Tune wraps what its callbacks raise in a TuneError: unwrap ours
             found = _systemic(e)
             if found is None:

@@ -1,4 +1,5 @@
-"""Tune callback feeding SweepProgress. Module-level so Tune can pickle it by reference."""
+"""Tune callback translating Tune's trial events into SweepProgress's public ones. Module-level so Tune can
+pickle it by reference."""
 
 from __future__ import annotations
 
@@ -23,21 +24,17 @@ class ProgressCallback(tune.Callback):
 
     def on_trial_start(self, iteration, trials, trial, **info):
         i = trial.config["trial_index"]
-        self.progress.running[self.names[i]] = 0
-        self.progress.steps_per_trial[self.names[i]] = self.steps[i]
-        self.progress._refresh()
+        self.progress.trial_started(self.names[i], self.steps[i])
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if result.get("step", -1) >= 0:
-            self.progress.running[self._key(trial)] = int(result["step"])
-            self.progress._refresh()
+            self.progress.trial_step(self._key(trial), int(result["step"]))
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        self.progress._finish(self._key(trial), ok=True)
+        self.progress.trial_finished(self._key(trial), ok=True)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self.progress._finish(self._key(trial), ok=False)
+        self.progress.trial_finished(self._key(trial), ok=False)
 
     def on_trial_recover(self, iteration, trials, trial, **info):
-        self.progress.retried += 1
-        self.progress._line(f"retrying {self._key(trial)} after an error")
+        self.progress.trial_retried(self._key(trial))

@@ -54,8 +54,9 @@ def reduce_record(rec: dict, device="cpu") -> dict:
 
 def check_ranks_in_sync(model) -> None:
     """Every rank must end with the same weights (same init, same synced gradients, same optimizer steps)."""
-    with torch.no_grad():
-        local = torch.stack([p.double().sum() for p in model.parameters()]).to("cpu")
+    with torch.no_grad():  # FSDP: a parameter is a DTensor shard; compare the gathered whole
+        full = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
+        local = torch.stack([p.double().sum() for p in full]).to("cpu")
     every = all_gather_cat(local.view(1, -1))
     if not torch.equal(every.min(0).values, every.max(0).values):
         raise RuntimeError("data-parallel ranks ended with different weights")

@@ -27,6 +27,7 @@ from ablate.trainer.collectives import (
     reduce_record,
 )
 from ablate.trainer.distributed import train_data_parallel
+from ablate.trainer.fsdp import full_params, shard_model
 from ablate.trainer.losses import KL_ESTIMATORS, aggregate_loss, clipped_surrogate, masked_mean
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
@@ -116,7 +117,11 @@ class Trainer:
             self.ref = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.backend = build_backend(cfg.rollout, self.model, self.tok)
         self.train_model = self.model  # what the update's forward runs: DDP-wrapped on several ranks
-        if self.world > 1:
+        if self.world > 1 and cfg.train.parallel == "fsdp":  # sharded in place, before the optimizer sees it
+            shard_model(self.model, self.device.startswith("cuda"))
+            if self.ref is not None:
+                shard_model(self.ref, self.device.startswith("cuda"))
+        elif self.world > 1:
             from torch.nn.parallel import DistributedDataParallel
 
             self.train_model = DistributedDataParallel(
@@ -179,7 +184,8 @@ class Trainer:
 
     def _rollout(self, idx: list[int], ids, K: int, gen) -> RolloutBatch:
         prompts = [ids[i] for i in idx for _ in range(K)]
-        return self.backend.generate(prompts, self.params, gen)
+        with full_params(self.model):  # FSDP: gathered once; ranks may sample different lengths
+            return self.backend.generate(prompts, self.params, gen)
 
     def collect(self) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor, dict]:
         """Sample P prompts x K responses; with dynamic sampling drop zero-std groups and refill (bounded)."""
@@ -393,7 +399,7 @@ class Trainer:
                             per_tok = per_tok - ent_coef * ent
                         m = b.loss_mask[micro]
                         loss = aggregate_loss(per_tok, m, algo.loss_agg, max_len, ns, nt)
-                        (loss * self.world).backward()  # DDP averages gradients over ranks; undo the 1/W
+                        (loss * self.world).backward()  # DDP/FSDP average gradients over ranks; undo the 1/W
                         step_loss += float(loss.detach())
                         cm = b.rollout.completion_mask[micro]
                         w = len(micro) / ns
@@ -421,7 +427,8 @@ class Trainer:
         params = SamplingParams(r.eval_temperature, r.top_p, r.max_response_length)
         idx = list(range(self.rank, len(self.eval_ids), self.world))  # each rank probes its share
         prompts = [self.eval_ids[i] for i in idx for _ in range(r.eval_samples)]
-        rb = self.backend.generate(prompts, params, gen)
+        with full_params(self.model):
+            rb = self.backend.generate(prompts, params, gen)
         _, correct = self._score(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
         hits, n = all_sum([float(correct.sum()), float(correct.numel())])
         return hits / n

@@ -42,9 +42,9 @@ def test_trials_reuse_worker_processes(swept):
     run = the_run(root, "e2e")
     workers = {json.loads(p.read_text())["pid"] for p in run.glob("*/seed=*/status.json")}
     slots = os.cpu_count() or 1  # the default launcher: one CPU per trial
-    assert len(workers) <= min(slots, 4)
     setups = sorted(json.loads(p.read_text())["setup_seconds"] for p in run.glob("*/seed=*/status.json"))
-    if len(workers) < 4:  # a reused worker's trial sets up without any import: far below the first one's
+    if slots < 4:  # fewer slots than trials: workers were reused, and a reused one sets up without imports
+        assert len(workers) <= slots
         assert setups[0] < 0.5 * setups[-1]
 
 
@@ -66,9 +66,9 @@ def test_timeline_marks_driver_and_trial_processes_in_order(swept):
         "worker: trial actor called",
         "worker: trial started",
         "worker: trial set up",
+        "driver: ray stopped",
         "driver: trials done",
         "driver: report written",
-        "driver: ray stopped",
     ]
     assert list(first) == order  # every event, first occurrences in the order a sweep goes through them
     assert [first[e][0] for e in order] == sorted(first[e][0] for e in order)

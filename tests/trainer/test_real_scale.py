@@ -39,7 +39,9 @@ def test_hf_model_and_gsm8k_file_train_two_steps(compose_cfg, hf_dir):
     assert res.status == "done"
     steps = [r for r in res.history if "loss" in r]
     assert len(steps) == 2 and all(r["tokens/generated"] > 0 for r in steps)
-    assert res.history[-1]["eval/positive_rate"] >= 0.0
+    evals = [r["eval/positive_rate"] for r in res.history if "eval/positive_rate" in r]
+    assert len(evals) == 3  # steps 0, 1 and the final eval; each is hits / 4 eval samples
+    assert all(e * 4 == round(e * 4) for e in evals)
 
 
 def test_gsm8k_loader_and_prompt_filter(compose_cfg, hf_dir):

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from ablate.trainer.diagnostics import health_flags, health_table, remedy
+from ablate.stats.health import health_flags, health_table, remedy
 
 
 def _cfg(**over) -> dict:

@@ -1,0 +1,201 @@
+"""Per-GPU memory and wall-clock plan of a trial, from the model's shape: checked before launch.
+
+Why: a 7B trial that cannot fit its card fails minutes into a cluster job (after Ray, the weights and vLLM
+came up), once per trial and retry. The figures here are standard back-of-envelope ones, conservative where
+they differ, and every convention is stated where it is used:
+
+- weights, gradients: bytes of ``model.dtype`` per parameter; a KL reference model adds one more weight copy.
+- optimizer: AdamW's two moments in fp32 (8 B/param), plus an fp32 master copy when training in 16 bits
+  (4 B/param): mixed-precision AdamW totals ~16 B/param (2 weights + 2 grads + 12), fp32 AdamW 16 too.
+- ddp: every rank holds all of it; fsdp: weights, gradients and optimizer states are sharded 1/W.
+- activations (Korthikanti et al. 2022, "Reducing activation recomputation"), per token per decoder layer at
+  16 bits: ``34 h + 5 a s`` bytes without checkpointing; with it ``2 h`` bytes (the layer input) plus one
+  layer recomputed in full. Plus the fp32 logits, ``4 V`` bytes per token. Tokens = micro-batch rows x
+  (prompt + response) at their maximum lengths.
+- rollout: vLLM reserves ``rollout.gpu_memory_utilization`` of the card (its weight copy + paged KV cache);
+  with sleep mode it frees that while the policy trains, so the peak is the larger of the two phases. The
+  HF backend keeps a KV cache for the rank's whole rollout batch: ``2 L kv_dim`` values per token.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, replace
+
+from omegaconf import OmegaConf
+
+from ablate.config import ConfigError
+
+GIB = 2**30
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+DEFAULT_PROMPT_LENGTH = 512  # tokens, when task.max_prompt_length=0 (keep all prompts)
+# Throughput assumption of the time estimate, per GPU: training at ~40% of an H100/H200's 989 dense bf16
+# TFLOP/s; generation is memory-bound, so a quarter of that. An estimate to size a budget, not a measurement.
+TRAIN_TFLOPS = 400.0
+GENERATE_TFLOPS = 100.0
+
+
+@dataclass(frozen=True)
+class Shape:
+    params: float  # count
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    source: str  # where the shape came from: a config.json path or "declared model.*"
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    shape: Shape
+    world: int  # GPUs (ranks) of one trial
+    parallel: str  # ddp | fsdp
+    weights: float  # bytes per GPU
+    grads: float
+    optimizer: float
+    activations: float
+    rollout: float  # vLLM's share of the card, or the HF backend's KV cache
+    total: float
+    card: float | None  # bytes of one GPU; None = unknown (no check)
+    step_seconds: float  # estimate
+
+    @property
+    def fits(self) -> bool:
+        return self.card is None or self.total <= self.card
+
+
+def model_shape(m) -> Shape | None:
+    """A local model directory's config.json, else the declared model.params_b/layers/hidden/heads/vocab;
+    None when neither says (the embedded tiny model is CPU-sized and never planned)."""
+    if m.name == "tiny":
+        return None
+    path = os.path.join(os.path.expanduser(m.name), "config.json")
+    if os.path.isfile(path):
+        c = json.loads(open(path).read())
+        h, layers, heads = c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"]
+        kv, vocab = c.get("num_key_value_heads") or heads, c["vocab_size"]
+        inter = c.get("intermediate_size") or 4 * h
+        # q and o: h x h each; k and v: h x kv_dim each; gated MLP: 3 h x inter; embeddings (x2 if untied)
+        per_layer = 2 * h * h + 2 * h * (kv * h // heads) + 3 * h * inter
+        params = layers * per_layer + vocab * h * (1 if c.get("tie_word_embeddings") else 2)
+        return Shape(m.params_b * 1e9 or params, layers, h, heads, kv, vocab, path)
+    if m.params_b > 0 and m.layers and m.hidden and m.heads and m.vocab:
+        return Shape(
+            m.params_b * 1e9, m.layers, m.hidden, m.heads, m.kv_heads or m.heads, m.vocab, "declared model.*"
+        )
+    return None
+
+
+def card_bytes(launcher) -> float | None:
+    """launcher.gpu_memory_gb (GiB), else the visible GPU's memory, else None (no check)."""
+    if launcher.gpu_memory_gb is not None:
+        return launcher.gpu_memory_gb * GIB
+    import torch
+
+    if torch.cuda.is_available():
+        return float(torch.cuda.get_device_properties(0).total_memory)
+    return None
+
+
+def plan_trial(cfg, world: int, card: float | None) -> MemoryPlan | None:
+    """Memory per GPU and estimated seconds per step of one trial config (None: the shape is unknown)."""
+    s = model_shape(cfg.model)
+    if s is None:
+        return None
+    parallel = OmegaConf.select(cfg, "train.parallel", default="ddp") if world > 1 else "ddp"
+    shard = world if parallel == "fsdp" else 1
+    b = DTYPE_BYTES[cfg.model.dtype]
+    p = s.params
+    weights = p * b * (2 if cfg.algo.kl.mode != "none" else 1) / shard  # + the frozen reference model
+    grads = p * b / shard
+    optimizer = p * (8 + (4 if b < 4 else 0)) / shard
+    prompt = cfg.task.max_prompt_length or DEFAULT_PROMPT_LENGTH
+    seq = prompt + cfg.rollout.max_response_length
+    rows = math.ceil(cfg.train.prompts_per_step * cfg.algo.responses_per_prompt / world)  # per rank
+    micro = cfg.train.micro_batch_size or math.ceil(rows / cfg.train.grad_accum)
+    tokens = micro * seq
+    full_layer = tokens * (34 * s.hidden + 5 * s.heads * seq)
+    if cfg.model.gradient_checkpointing:
+        activations = s.layers * tokens * 2 * s.hidden + full_layer
+    else:
+        activations = s.layers * full_layer
+    activations += tokens * s.vocab * 4
+    static = weights + grads + optimizer
+    if cfg.rollout.backend == "vllm":
+        rollout = cfg.rollout.gpu_memory_utilization * card if card is not None else 0.0
+        sleeps = cfg.rollout.enable_sleep_mode
+        total = static + (max(activations, rollout) if sleeps else activations + rollout)
+    else:
+        kv_dim = s.kv_heads * s.hidden // s.heads
+        rollout = rows * seq * 2 * s.layers * kv_dim * b
+        total = static + max(activations, rollout)  # the KV cache is freed before the update
+    return MemoryPlan(s, world, parallel, weights, grads, optimizer, activations, rollout, total, card,
+                      step_seconds(cfg, s, world, seq))  # fmt: skip
+
+
+def step_seconds(cfg, s: Shape, world: int, seq: int) -> float:
+    """Estimated seconds of one RL step: 2P FLOPs per token to generate, per update epoch 6P to train (+2P
+    recomputed under checkpointing), 2P for the old log-probs (+2P for a reference model), over W GPUs."""
+    tokens = cfg.train.prompts_per_step * cfg.algo.responses_per_prompt * seq
+    p = s.params
+    train = (6 + (2 if cfg.model.gradient_checkpointing else 0)) * p * cfg.algo.update_epochs
+    train += 2 * p * (2 if cfg.algo.kl.mode != "none" else 1)
+    return tokens * (2 * p / (GENERATE_TFLOPS * 1e12) + train / (TRAIN_TFLOPS * 1e12)) / world
+
+
+def plan_sweep(plan, cfg) -> MemoryPlan | None:
+    """The largest per-GPU plan over the sweep's variants (seeds share one config's memory), with the slowest
+    variant's step time (so the time estimate is an upper bound); None when no variant's shape is known
+    (then torch is not even imported: the driver's start-up stays short)."""
+    world = max(1, int(cfg.launcher.gpus_per_trial))
+    first = {}
+    for t in plan.trials:
+        first.setdefault(t.variant, t.config_yaml)
+    cfgs = [c for c in map(OmegaConf.create, first.values()) if model_shape(c.model) is not None]
+    if not cfgs:
+        return None
+    card = card_bytes(cfg.launcher)
+    if card is not None and 0 < cfg.launcher.gpus_per_trial < 1:  # packed trials: each has its fraction
+        card *= cfg.launcher.gpus_per_trial
+    plans = [plan_trial(c, world, card) for c in cfgs]
+    slowest = max(mp.step_seconds for mp in plans)  # the time estimate is the slowest variant's
+    return replace(max(plans, key=lambda mp: mp.total), step_seconds=slowest)
+
+
+def _gib(x: float) -> str:
+    return f"{x / GIB:.1f} GiB"
+
+
+def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
+    """A few lines for dry_run: per-GPU memory by part, against the card, and the time estimate."""
+    if mp is None:
+        return ["memory plan: model shape unknown (declare model.params_b, model.layers, model.hidden, "
+                "model.heads, model.vocab, or use a local model directory): not checked"]  # fmt: skip
+    card = _gib(mp.card) if mp.card is not None else "unknown card (launcher.gpu_memory_gb): not checked"
+    hours = mp.step_seconds * steps / 3600
+    return [
+        f"memory plan per GPU (largest variant; {mp.world} GPU{'s' if mp.world > 1 else ''}, {mp.parallel}; "
+        f"{mp.shape.params / 1e9:.2f}B params, {mp.shape.layers} layers x {mp.shape.hidden}, {mp.shape.source}):",
+        f"  weights {_gib(mp.weights)} / grads {_gib(mp.grads)} / optimizer {_gib(mp.optimizer)} / "
+        f"activations {_gib(mp.activations)} / rollout (vLLM share or KV) {_gib(mp.rollout)}",
+        f"  total {_gib(mp.total)} vs card {card}" + ("" if mp.fits else "  DOES NOT FIT"),
+        f"time ESTIMATE (assumes {TRAIN_TFLOPS:g} TFLOP/s training, {GENERATE_TFLOPS:g} generating per GPU): "
+        f"~{mp.step_seconds / 60:.1f} min/step (slowest variant), ~{hours:.1f} h per trial of {steps} steps, "
+        f"at most ~{hours * mp.world * trials:.0f} GPU-hours for {trials} trials",
+    ]
+
+
+def refuse_if_too_big(mp: MemoryPlan | None) -> None:
+    """One line with the figures, before anything launches (force=true skips this check)."""
+    if mp is None or mp.fits:
+        return
+    hint = "train.parallel=fsdp with more GPUs" if mp.parallel == "ddp" else "more GPUs"
+    raise ConfigError(
+        f"launcher.gpus_per_trial={mp.world}: needs ~{_gib(mp.total)} per GPU (weights {_gib(mp.weights)}, "
+        f"grads {_gib(mp.grads)}, optimizer {_gib(mp.optimizer)}, activations {_gib(mp.activations)}, "
+        f"rollout {_gib(mp.rollout)}; {mp.parallel}) but a GPU has {_gib(mp.card)}: use {hint}, "
+        "gradient checkpointing, a smaller micro-batch or model (force=true to launch anyway)"
+    )

@@ -1,0 +1,70 @@
+"""Sharded trials (``train.parallel=fsdp``): torch FSDP2 over the ranks of one data-parallel trial.
+
+Why FSDP beside DDP: DDP keeps a full copy of the weights, gradients and AdamW moments on every rank (a 7B model
+needs ~112 GB per rank); FSDP2 keeps 1/W of each (parameters are DTensors sharded on dim 0) and all-gathers a
+decoder layer's weights just for its forward and backward.
+
+Exactness: FSDP2's reduce-scatter averages gradients over ranks like DDP, so the trainer's ``loss * world``
+convention and global loss normalizers give the single-process update of the whole batch (tests/trainer/
+test_fsdp.py checks all three loss aggregations).
+
+Rollout: the HF sampler stops when every row of THIS rank has ended, so ranks make different numbers of forward
+calls; with per-forward all-gathers that would deadlock. ``full_params`` gathers every layer once before
+sampling and keeps it gathered for the whole rollout (no collectives inside it), then reshards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+
+def shard_model(model, cuda: bool):
+    """Shard each decoder layer, then the root (embeddings, final norm, tied lm_head stay together in the root
+    group, so weight tying survives). bf16 compute with fp32 gradient reduction on CUDA only: bf16 matmuls on
+    CPU are slow and would break the exactness tests."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    kw = {}
+    if cuda:
+        kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in model.model.layers:
+        fully_shard(layer, **kw)
+    fully_shard(model, **kw)
+    return model
+
+
+def _fsdp_modules(model) -> list:
+    from torch.distributed.fsdp import FSDPModule
+
+    return [m for m in model.modules() if isinstance(m, FSDPModule)]
+
+
+@contextmanager
+def full_params(model) -> Iterator[None]:
+    """Hold the whole model gathered (plain tensors) inside the block; a no-op for an unsharded model."""
+    mods = _fsdp_modules(model)
+    if not mods:
+        yield
+        return
+    for m in mods:
+        m.set_reshard_after_forward(False, recurse=False)
+        m.unshard()
+    try:
+        yield
+    finally:
+        for m in mods:
+            m.reshard()
+            # FSDP2's defaults: layers reshard after forward; the root keeps its (tiny) group for backward
+            m.set_reshard_after_forward(m is not model, recurse=False)
+
+
+def local_bytes(tensors) -> int:
+    """Bytes this rank holds for ``tensors`` (a DTensor counts its local shard only)."""
+    total = 0
+    for t in tensors:
+        local = t.to_local() if hasattr(t, "to_local") else t
+        total += local.numel() * local.element_size()
+    return total

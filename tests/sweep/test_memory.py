@@ -1,0 +1,152 @@
+"""The memory planner: per-GPU figures checked against hand-computed ones, and the refusal before launch.
+
+The 7B figures (Qwen2.5-Math-7B as conf/preset/seed_7b_math.yaml declares it: P = 7.62e9, L = 28, h = 3584,
+a = 28, V = 152064; bf16, gradient checkpointing, micro-batch 1, prompt 1024 + response 1024 = s 2048):
+  weights 2P = 15.24e9 B, grads 2P = 15.24e9 B, AdamW 12P = 91.44e9 B: 121.92e9 B = 113.55 GiB on one GPU
+  activations: L s 2h = 28*2048*7168 = 411,041,792 B (checkpointed layer inputs)
+             + s (34h + 5as) = 2048 * (121,856 + 286,720) = 836,763,648 B (the layer being recomputed)
+             + s V 4 = 2048 * 152064 * 4 = 1,245,708,288 B (fp32 logits)      = 2,493,513,728 B = 2.32 GiB
+  vLLM share 0.3 * 80 GiB = 24 GiB; sleep mode frees it during the update: peak = static + max(2.32, 24)
+  1 GPU:            113.55 + 24 = 137.55 GiB > 80: refused
+  8 GPUs with FSDP: 113.55 / 8 + 24 = 14.19 + 24 = 38.19 GiB <= 80: accepted
+The vLLM rollout needs a CUDA GPU or vLLM's CPU build, neither here: the CLI tests stub its platform check.
+"""
+
+import json
+
+import pytest
+
+from ablate.compose import compose
+from ablate.config import ConfigError
+from ablate.sweep.memory import GIB, model_shape, plan_sweep, plan_trial, refuse_if_too_big
+from ablate.sweep.plan import build_plan, describe
+
+SEVEN_B = ["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B", "launcher.gpu_memory_gb=80"]
+
+
+def _plan(*extra):
+    ov = ["sweep=smoke", *SEVEN_B, *extra]
+    cfg = compose(ov)
+    return build_plan(cfg, ov), cfg
+
+
+def test_7b_on_one_80gb_gpu_is_refused_with_the_figures():
+    plan, cfg = _plan("launcher.gpus_per_trial=1")
+    mp = plan_sweep(plan, cfg)
+    assert mp.weights == mp.grads == 15.24e9 and mp.optimizer == pytest.approx(91.44e9)
+    assert mp.activations == 2_493_513_728
+    assert mp.rollout == 24 * GIB
+    assert mp.total / GIB == pytest.approx(137.55, abs=0.01) and not mp.fits
+    with pytest.raises(
+        ConfigError, match=r"needs ~137.5 GiB per GPU .* a GPU has 80.0 GiB: use train.parallel=fsdp"
+    ):
+        refuse_if_too_big(mp)
+    text = describe(plan, cfg)
+    assert "total 137.5 GiB vs card 80.0 GiB  DOES NOT FIT" in text
+    assert "7.62B params, 28 layers x 3584, declared model.*" in text
+
+
+def test_7b_on_8_gpus_with_fsdp_fits():
+    plan, cfg = _plan("launcher.gpus_per_trial=8", "train.parallel=fsdp")
+    mp = plan_sweep(plan, cfg)
+    assert (mp.world, mp.parallel) == (8, "fsdp")
+    assert mp.weights == pytest.approx(15.24e9 / 8) and mp.optimizer == pytest.approx(91.44e9 / 8)
+    assert mp.total / GIB == pytest.approx(38.19, abs=0.01) and mp.fits
+    refuse_if_too_big(mp)  # no raise
+    assert "total 38.2 GiB vs card 80.0 GiB\n" in describe(plan, cfg)
+
+
+def test_time_estimate_by_hand():
+    """512 prompts x K 16 x s 2048 = 16,777,216 tokens a step. Per token: generation 2P at 100 TFLOP/s =
+    1.524e-4 s; training (6 + 2 recomputed) P x 2 epochs + 2P old log-probs = 18P at 400 TFLOP/s = 3.429e-4 s.
+    16,777,216 x 4.953e-4 s / 8 GPUs = 1038.7 s = 17.3 min a step; 6 steps (sweep=smoke) = 1.73 h a trial."""
+    plan, cfg = _plan("launcher.gpus_per_trial=8", "train.parallel=fsdp")
+    assert plan_sweep(plan, cfg).step_seconds == pytest.approx(1038.7, abs=0.1)
+    assert "~17.3 min/step (slowest variant), ~1.7 h per trial of 6 steps" in describe(plan, cfg)
+
+
+def test_ddp_keeps_a_full_copy_per_rank():
+    plan, cfg = _plan("launcher.gpus_per_trial=8", "train.parallel=ddp")
+    assert plan_sweep(plan, cfg).total / GIB == pytest.approx(137.55, abs=0.01)
+
+
+def test_kl_reference_model_adds_a_weight_copy_and_the_largest_variant_counts(tmp_path):
+    from tests.helpers import write_sweep
+
+    sp = write_sweep(tmp_path, "memkl", {"with_kl": ["algo.kl.mode=in_loss", "algo.kl.coef=0.01"]})
+    ov = ["sweep=memkl", sp, *SEVEN_B, "launcher.gpus_per_trial=8", "train.parallel=fsdp"]
+    cfg = compose(ov)
+    mp = plan_sweep(build_plan(cfg, ov), cfg)
+    assert mp.weights == pytest.approx(2 * 15.24e9 / 8)  # policy + reference, sharded
+    assert mp.total / GIB == pytest.approx(38.19 + 15.24e9 / 8 / GIB, abs=0.01)
+
+
+def test_hf_rollout_kv_cache_and_activations_without_checkpointing():
+    """1 parameter (params_b=1e-9), L=2, h=8, a=2, 1 KV head (kv_dim 4), V=10, bf16; 2 prompts x K=2 = 4 rows,
+    prompt 6 + response 10 = s 16, micro-batch = all 4 rows = 64 tokens.
+    KV: 4 rows * 16 * 2 (k, v) * 2 layers * 4 * 2 B = 2048 B.
+    activations: 2 layers * 64 * (34*8 + 5*2*16 = 432) = 55,296 + logits 64*10*4 = 2560 -> 57,856 B.
+    static: 2 + 2 + 12 = 16 B; the KV cache is freed before the update: total 16 + max(57,856, 2048)."""
+    cfg = compose(
+        ["model=hf", "model.name=org/small", "model.params_b=1e-9", "model.layers=2", "model.hidden=8",
+         "model.heads=2", "model.kv_heads=1", "model.vocab=10", "model.gradient_checkpointing=false",
+         "task=math", "task.max_prompt_length=6", "rollout.max_response_length=10", "train.prompts_per_step=2",
+         "k=2", "train.micro_batch_size=0", "train.grad_accum=1"]
+    )  # fmt: skip
+    mp = plan_trial(cfg, 1, None)
+    assert mp.rollout == 2048 and mp.activations == 57_856
+    assert mp.total == pytest.approx(57_872) and mp.fits  # no card known: no check
+
+
+def test_local_config_json_gives_the_shape(tmp_path):
+    """h=8, 2 layers, 2 heads, 1 KV head (kv_dim 4), intermediate 16, V=10, untied embeddings:
+    per layer 2*8*8 + 2*8*4 + 3*8*16 = 128 + 64 + 384 = 576; 2*576 + 2*10*8 = 1312 parameters."""
+    c = {"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+         "vocab_size": 10, "intermediate_size": 16, "tie_word_embeddings": False}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(c))
+    s = model_shape(compose(["model=hf", f"model.name={tmp_path}"]).model)
+    assert (s.params, s.layers, s.hidden, s.heads, s.kv_heads, s.vocab) == (1312, 2, 8, 2, 1, 10)
+
+
+def test_unknown_shape_is_not_checked_and_says_how_to_declare():
+    ov = ["sweep=smoke", "preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B", "model.params_b=0",
+          "launcher.gpu_memory_gb=80"]  # fmt: skip
+    cfg = compose(ov)
+    plan = build_plan(cfg, ov)
+    assert plan_sweep(plan, cfg) is None
+    assert "memory plan: model shape unknown (declare model.params_b" in describe(plan, cfg)
+
+
+def test_a_packed_trial_is_checked_against_its_fraction_of_the_card():
+    plan, cfg = _plan("launcher.gpus_per_trial=0.5", "launcher.gpu_memory_gb=300")
+    assert plan_sweep(plan, cfg).card == 150 * GIB
+
+
+@pytest.fixture
+def vllm_platform_ok(monkeypatch):
+    import ablate.trainer.rollout.vllm as v
+
+    monkeypatch.setattr(v, "platform_problem", lambda: None)
+
+
+@pytest.mark.usefixtures("vllm_platform_ok")
+def test_dry_run_prints_the_plan_then_refuses_one_gpu_with_exit_2(capsys):
+    from ablate.__main__ import main
+
+    code = main(["sweep=smoke", *SEVEN_B, "launcher.num_gpus=8", "launcher.gpus_per_trial=1", "dry_run=true"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "memory plan per GPU" in out and "DOES NOT FIT" in out
+    assert (
+        err.startswith("error: launcher.gpus_per_trial=1: needs ~137.5 GiB per GPU") and err.count("\n") == 1
+    )
+
+
+@pytest.mark.usefixtures("vllm_platform_ok")
+def test_dry_run_accepts_8_gpus_with_fsdp(capsys):
+    from ablate.__main__ import main
+
+    code = main(["sweep=smoke", *SEVEN_B, "launcher.num_gpus=8", "launcher.gpus_per_trial=8",
+                 "train.parallel=fsdp", "dry_run=true"])  # fmt: skip
+    out, _ = capsys.readouterr()
+    assert code == 0 and "total 38.2 GiB vs card 80.0 GiB" in out and "time ESTIMATE" in out
