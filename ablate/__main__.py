@@ -227,9 +227,12 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         from ablate.sweep.memory import plan_sweep, refuse_if_too_big
 
         refuse_if_too_big(plan_sweep(plan, cfg))
+        if not cfg.dry_run:
+            _refuse_absurd(plan, cfg)
+    for note in plan.warnings:  # after the refusals: a refused plan gets one line
+        print(f"warning: {note}", file=sys.stderr)
     if cfg.dry_run:
         return 0
-    _refuse_absurd(plan, cfg)
     if cfg.ray.address:
         from ablate.sweep.cluster import probe
 

@@ -41,7 +41,13 @@ LAUNCH_KEYS = (
     "hydra",
 )
 TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
-UNHASHED = {"warmstart": ("cache_dir",), "train": ("fault_step", "fault_seed")}  # never change results
+# Never change results: the warm-start cache's place, test hooks, and the declared model shape (read only by
+# the memory planner).
+UNHASHED = {
+    "warmstart": ("cache_dir",),
+    "train": ("fault_step", "fault_seed"),
+    "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab"),
+}
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
 
 
@@ -70,6 +76,7 @@ class Plan:
     trials: list[Trial]
     spec: dict
     sequential: dict | None = None  # seeds=auto: {"looks", "spending", "alpha"} (ablate.stats.sequential)
+    warnings: list[str] = field(default_factory=list)  # printed before launch (dry runs too)
 
 
 def is_launch_override(ov: str) -> bool:
@@ -124,17 +131,26 @@ def _variants(spec) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
     return variants, factors
 
 
-def _refuse_cli_made_duplicate(name, ovs, cli, hashes, baseline) -> None:
-    """A command-line override of a key the variant sets makes the variant a copy of the baseline: its row
-    would compare the baseline with itself. (Identical trials a sweep file asks for are its business.)"""
+def _refuse_duplicate(name, ovs, cli, hashes, baseline) -> str | None:
+    """A variant that composes to the baseline's very trial would compare the baseline with itself. A
+    command-line override of what the variant sets is refused; a preset or plain key that pins it is returned
+    as a warning (paper1's warmup variant under the 7B preset, which already warms up). Variants that only set
+    keys outside the hash (test hooks) are the same trial by design and pass."""
     if name == baseline or not hashes or hashes[0][0] != baseline or hashes[-1][1] != hashes[0][1]:
-        return
+        return None
+    unhashed = {f"{section}.{k}" for section, keys in UNHASHED.items() for k in keys}
+    if all(override_key(v) in unhashed for v in ovs):
+        return None
     clash = [ov for ov in cli if override_key(ov) in {override_key(v) for v in ovs}]
     if clash:
         raise ConfigError(
             f"{' '.join(clash)}: makes variant {name!r} identical to the baseline {baseline!r} (it overrides "
             f"what the variant changes); drop the override, or run that variant alone"
         )
+    return (
+        f"variant {name!r} ({' '.join(ovs)}) composes to the same trial as the baseline {baseline!r}: the "
+        "baseline, a preset or a plain key already sets it, so its row compares the baseline with itself"
+    )
 
 
 def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
@@ -175,6 +191,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     trial_cli = [ov for ov in cli_overrides if not is_launch_override(ov)]
     trials: list[Trial] = []
     variant_hashes = []
+    notes: list[str] = []
     composer = Composer()
     for name, ovs in variants.items():
         for ov in ovs:
@@ -190,7 +207,9 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
         except ConfigError as e:
             raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None
         variant_hashes.append((name, config_hash(base)))
-        _refuse_cli_made_duplicate(name, ovs, trial_cli, variant_hashes, spec.baseline)
+        same = _refuse_duplicate(name, ovs, trial_cli, variant_hashes, spec.baseline)
+        if same:
+            notes.append(same)
         for seed in seeds:
             tcfg = base.copy()
             tcfg.seed = seed
@@ -225,6 +244,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
         trials,
         OmegaConf.to_container(spec, resolve=True),
         sequential,
+        notes,
     )
 
 

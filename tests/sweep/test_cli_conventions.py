@@ -65,3 +65,9 @@ def test_mode_train_keeps_its_output_in_the_store(tmp_path):
         (trial / "metrics.jsonl").read_text().splitlines()
     )
     assert "algo:" in (trial / "config.yaml").read_text() and f"store: {trial}" in proc.stdout
+
+
+def test_a_variant_pinned_to_the_baseline_is_named_in_a_warning(capsys):
+    assert main(["sweep=technique_matrix", "algo.responses_per_prompt=12", "dry_run=true"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: variant 'k_4' (k=4) composes to the same trial as the baseline 'baseline'" in err

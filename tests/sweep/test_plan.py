@@ -19,10 +19,10 @@ def test_run_id_is_stable_and_fresh_makes_a_new_one():
 
 
 def test_cli_overrides_reach_every_trial_but_variants_win():
-    p = _plan("train.steps=7", "k=16")
+    p = _plan("train.steps=7", "k=32")
     cfgs = {t.variant: OmegaConf.create(t.config_yaml) for t in p.trials}
     assert all(c.train.steps == 7 for c in cfgs.values())
-    assert cfgs["baseline"].algo.responses_per_prompt == 16  # the CLI beats the baseline's k=8
+    assert cfgs["baseline"].algo.responses_per_prompt == 32  # the CLI beats the baseline's k=8
     assert cfgs["k_4"].algo.responses_per_prompt == 4  # the variant's own toggle stays
 
 
