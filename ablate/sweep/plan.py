@@ -220,6 +220,14 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
             )  # torch threads = the trial's CPUs
             if cfg.launcher.gpus_per_trial > 1:  # one data-parallel rank per GPU of the trial's bundle
                 tcfg.train.world_size = int(cfg.launcher.gpus_per_trial)
+                if seed == seeds[0]:  # the launcher made it data-parallel: what that rules out, checked now
+                    try:
+                        validate_trial(tcfg)
+                    except ConfigError as e:
+                        why = f"variant {name!r} with launcher.gpus_per_trial={cfg.launcher.gpus_per_trial:g}: {e}"
+                        if not cfg.dry_run:
+                            raise ConfigError(f"sweep {spec.name!r}, {why}") from None
+                        notes.append(f"cannot run as planned: {why}")  # a dry run still shows the plan
             tcfg.warmstart.cache_dir = os.path.abspath(tcfg.warmstart.cache_dir)  # Ray workers may change cwd
             trials.append(
                 Trial(

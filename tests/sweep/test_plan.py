@@ -26,6 +26,20 @@ def test_cli_overrides_reach_every_trial_but_variants_win():
     assert cfgs["k_4"].algo.responses_per_prompt == 4  # the variant's own toggle stays
 
 
+def test_data_parallel_limits_are_checked_at_planning():
+    """The launcher makes trials data-parallel after each variant is validated: what that rules out
+    (dynamic sampling, the vLLM rollout) is checked on the trial as it will run."""
+    import pytest
+
+    from ablate.config import ConfigError
+
+    with pytest.raises(ConfigError, match="variant 'dynamic_sampling' with launcher.gpus_per_trial=2"):
+        _plan("launcher.gpus_per_trial=2")
+    assert any(
+        "cannot run as planned" in w for w in _plan("launcher.gpus_per_trial=2", "dry_run=true").warnings
+    )
+
+
 def test_same_seed_same_hash_only_for_same_config():
     p = _plan()
     hashes = {(t.variant, t.seed): t.config_hash for t in p.trials}
@@ -33,6 +47,6 @@ def test_same_seed_same_hash_only_for_same_config():
 
 
 def test_resources_map_onto_trial_settings():
-    p = _plan("launcher.cpus_per_trial=2", "launcher.gpus_per_trial=4")
+    p = _plan("launcher.cpus_per_trial=2", "launcher.gpus_per_trial=4", "dry_run=true")
     c = OmegaConf.create(p.trials[0].config_yaml)
     assert c.train.threads == 2 and c.train.world_size == 4  # one data-parallel rank per GPU of the bundle
