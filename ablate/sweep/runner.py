@@ -190,6 +190,7 @@ def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
     import logging
 
     from ablate.sweep.fail_fast import FailFast
+    from ablate.sweep.interrupt import CtrlC, StopOnCtrlC
 
     # Tune logs every trial error with its traceback (~40 lines each) to the driver's stderr; the store keeps
     # each traceback in the trial's status.json and the progress display names the trial.
@@ -209,16 +210,20 @@ def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
                 verbose=0,
                 callbacks=callbacks,
                 failure_config=tune.FailureConfig(max_failures=cfg.launcher.max_failures),
+                stop=StopOnCtrlC(),
             ),
         )
         mark("driver: tune fit")
-        try:
-            tuner.fit()
-        except Exception as e:  # Tune wraps what its callbacks raise in a TuneError: unwrap ours
-            found = _systemic(e)
-            if found is None:
-                raise
-            raise SystemicFailure(found) from None
+        with CtrlC() as ctrl_c:
+            try:
+                tuner.fit()
+            except Exception as e:  # Tune wraps what its callbacks raise in a TuneError: unwrap ours
+                found = _systemic(e)
+                if found is None:
+                    raise
+                raise SystemicFailure(found) from None
+        if ctrl_c.requested:
+            raise KeyboardInterrupt
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -9,19 +9,19 @@ from ablate.stats import calibrate
 
 
 def test_a_a_false_positive_rate_and_coverage_of_one_comparison():
-    r = calibrate.one_comparison(800)
+    r = calibrate.one_comparison(600)
     assert 0.03 <= r["significant"] <= 0.07, r
     assert r["coverage"] >= 0.94, r
 
 
 @pytest.mark.parametrize("noise", ["bounded", "heavy"])
 def test_interval_coverage_at_five_seeds(noise):
-    r = calibrate.one_comparison(400, noise, effect=0.04)
+    r = calibrate.one_comparison(300, noise, effect=0.04)
     assert r["coverage"] >= 0.94, r
 
 
 def test_family_wise_error_with_ten_null_variants():
-    r = calibrate.family_wise(200)
+    r = calibrate.family_wise(150)
     assert r["fwer"] <= 0.05 + 2 * calibrate.mc_se(0.05, r["reps"]), r
 
 
@@ -36,7 +36,7 @@ def test_power_at_the_printed_mde():
 
 
 def test_a_diverged_baseline_seed_keeps_every_other_pair():
-    r = calibrate.diverged_baseline_seed(200)
+    r = calibrate.diverged_baseline_seed(150)
     assert r["pairs"] == [5] and r["tests"] == ["paired_t"], r
     assert abs(r["power"] - r["expected"]) <= 3 * calibrate.mc_se(r["expected"], r["reps"]), r
 
