@@ -299,27 +299,12 @@ def _at_least(key: str, value: int, low: int) -> None:
 
 def validate_trial(cfg) -> None:
     """Check every value a trial depends on. Raises ConfigError naming key, value and what is allowed."""
-    from ablate.trainer.advantages import ADV_NORM
-    from ablate.trainer.losses import KL_ESTIMATORS, LOSS_AGG
-    from ablate.trainer.masks import TOKEN_MASKS
-    from ablate.trainer.rewards import VERIFIERS
-    from ablate.trainer.rollout import ROLLOUT_BACKENDS, hf, vllm  # noqa: F401
-    from ablate.trainer.sampling import DYNAMIC_SAMPLING
-    from ablate.trainer.schedules import LR_SCHEDULES
-    from ablate.trainer.tasks import TASKS, math_datasets, reverse  # noqa: F401
+    from ablate.trainer.options import REGISTRIES, value_at
 
     a, o, t, r, tr = cfg.algo, cfg.optim, cfg.task, cfg.rollout, cfg.train
-    _one_of("algo.adv_norm", a.adv_norm, ADV_NORM.names())
-    _one_of("algo.loss_agg", a.loss_agg, LOSS_AGG.names())
-    _one_of("algo.token_mask", a.token_mask, TOKEN_MASKS.names())
-    _one_of("algo.kl.mode", a.kl.mode, ["none", "in_reward", "in_loss"])
-    _one_of("algo.kl.estimator", a.kl.estimator, KL_ESTIMATORS.names())
-    _one_of("algo.dynamic_sampling.mode", a.dynamic_sampling.mode, DYNAMIC_SAMPLING.names())
-    _one_of("optim.schedule", o.schedule, LR_SCHEDULES.names())
+    for registry in REGISTRIES:
+        _one_of(registry.key, value_at(cfg, registry.key), registry.names())
     _one_of("optim.name", o.name, ["adamw"])
-    _one_of("task.name", t.name, TASKS.names())
-    _one_of("task.verifier", t.verifier, VERIFIERS.names())
-    _one_of("rollout.backend", r.backend, ROLLOUT_BACKENDS.names())
     _one_of("train.device", tr.device, ["auto", "cpu", "cuda"])
     _one_of("model.dtype", cfg.model.dtype, ["float32", "bfloat16", "float16"])
     _at_least("algo.responses_per_prompt", a.responses_per_prompt, 1)
@@ -395,11 +380,11 @@ def validate_trial(cfg) -> None:
                 a.dynamic_sampling.mode,
                 f"must be off with train.world_size={tr.world_size} (ranks must keep equal batches)",
             )
-        if r.backend != "hf":
+        if r.backend == "vllm" and r.tensor_parallel_size != 1:
             _fail(
-                "rollout.backend",
-                r.backend,
-                "data-parallel trials (train.world_size > 1) use rollout=hf for now",
+                "rollout.tensor_parallel_size",
+                r.tensor_parallel_size,
+                f"must be 1 with train.world_size={tr.world_size} (one vLLM engine per rank)",
             )
     if tr.micro_batch_size == 0 and tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
         _fail(

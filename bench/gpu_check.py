@@ -5,7 +5,7 @@ failed. Meant to finish well under 8 minutes on one GPU:
 1. a short `mode=train` trial of a tiny HF model on CUDA in bf16 (rollout=hf), through the CLI;
 2. NCCL data-parallel trials, DDP and FSDP (train.world_size=2) when 2+ GPUs are visible;
 3. the vLLM CUDA path: contract, sleep/wake and weight sync (tests/vllm with the gpu marker), when vLLM is
-   installed; then a short rollout=vllm trial through the CLI.
+   installed; then a short rollout=vllm trial through the CLI, and one with 2 FSDP ranks (an engine per rank).
 Not run yet in this project: no GPU has been lent to it so far.
 """
 
@@ -67,6 +67,12 @@ def main() -> int:
                         f"{time.time() - t0:.0f} s" + ("" if p.returncode == 0 else f": {p.stdout[-600:]}")))  # fmt: skip
         ok, tail = _cli([*base, "rollout=vllm", "model.dtype=bfloat16", "rollout.gpu_memory_utilization=0.2"])
         results.append(("PASS" if ok else "FAIL", "train with rollout=vllm on CUDA", "" if ok else tail))
+        if why_dp:
+            results.append(("SKIP", "FSDP + rollout=vllm, 2 ranks", why_dp))
+        else:  # one engine per rank (external_launcher), weights gathered from the shards one at a time
+            ok, tail = _cli([*base, "rollout=vllm", "rollout.gpu_memory_utilization=0.2", "train.world_size=2",
+                             "train.parallel=fsdp", "adv_norm=batch"])  # fmt: skip
+            results.append(("PASS" if ok else "FAIL", "FSDP + rollout=vllm, 2 ranks", "" if ok else tail))
     else:
         results.append(("SKIP", "vLLM CUDA path", "vLLM is not installed here (pip install -e '.[vllm]')"))
     for status, name, detail in results:

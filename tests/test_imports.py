@@ -12,14 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "ablate"
 
-# Package registries: the package __init__ defines the registry and the shared types and imports its submodules
-# inside a function (so they register), while each submodule imports those types from the package. Left for
-# the lead (rollout/vllm.py is another session's file); the remedy is a leaf module per package (e.g.
-# rollout/base.py with ROLLOUT_BACKENDS, RolloutBatch, SamplingParams, left_pad) that the submodules import.
-KNOWN = [
-    ["ablate.trainer.rollout", "ablate.trainer.rollout.hf", "ablate.trainer.rollout.vllm"],
-    ["ablate.trainer.tasks", "ablate.trainer.tasks.math_datasets", "ablate.trainer.tasks.reverse"],
-]
+KNOWN: list[list[str]] = []  # none: each package's shared types live in a leaf module its members import
 
 
 def _module_name(path: Path) -> str:

@@ -7,6 +7,7 @@ variant the same initial weights and prompt order.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import resource
@@ -28,7 +29,14 @@ from ablate.trainer.collectives import (
 )
 from ablate.trainer.distributed import train_data_parallel
 from ablate.trainer.fsdp import full_params, shard_model
-from ablate.trainer.losses import KL_ESTIMATORS, aggregate_loss, clipped_surrogate, masked_mean
+from ablate.trainer.losses import (
+    KL_ESTIMATORS,
+    KL_PLACEMENTS,
+    aggregate_loss,
+    clipped_surrogate,
+    kl_reward_penalty,
+    masked_mean,
+)
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
 from ablate.trainer.policy import sequence_logprobs
@@ -37,7 +45,7 @@ from ablate.trainer.rollout import RolloutBatch, SamplingParams, build_backend
 from ablate.trainer.sampling import DYNAMIC_SAMPLING, PromptSampler, ReuseBuffer
 from ablate.trainer.schedules import entropy_coef_at, lr_multiplier
 from ablate.trainer.seeds import SeedStreams
-from ablate.trainer.tasks import load_task
+from ablate.trainer.tasks import drop_overlong, load_task
 from ablate.trainer.warmstart import load_or_train
 
 
@@ -113,7 +121,8 @@ class Trainer:
         self.warmstart_path = load_or_train(cfg, seed, self.model, self.tok, self.task)
         algo = cfg.algo
         self.ref = None
-        if algo.kl.mode != "none":  # no KL: the reference model is not even loaded
+        self.kl_place = KL_PLACEMENTS[algo.kl.mode]
+        if self.kl_place.needs_reference:  # no KL: the reference model is not even loaded
             self.ref = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.backend = build_backend(cfg.rollout, self.model, self.tok)
         self.train_model = self.model  # what the update's forward runs: DDP-wrapped on several ranks
@@ -139,18 +148,7 @@ class Trainer:
         gen_device = self.device
         self.sample_gen = torch.Generator(device=gen_device).manual_seed(self.streams.sampling)
         self.update_gen = torch.Generator().manual_seed(self.streams.update_order)
-        self.train_ids = [self.tok.encode(p.prompt) for p in self.task.train]
-        self.eval_ids = [self.tok.encode(p.prompt) for p in self.task.eval]
-        if cfg.task.max_prompt_length > 0:  # drop over-long prompts (verl's filter_overlong_prompts)
-            limit = cfg.task.max_prompt_length
-            keep = [i for i, ids in enumerate(self.train_ids) if len(ids) <= limit]
-            self.task.train = [self.task.train[i] for i in keep]
-            self.train_ids = [self.train_ids[i] for i in keep]
-            keep_eval = [i for i, ids in enumerate(self.eval_ids) if len(ids) <= limit]
-            self.task.eval = [self.task.eval[i] for i in keep_eval]
-            self.eval_ids = [self.eval_ids[i] for i in keep_eval]
-            if not self.train_ids or not self.eval_ids:
-                raise ValueError(f"task.max_prompt_length={limit}: no train or eval prompt is that short")
+        self.train_ids, self.eval_ids = drop_overlong(self.task, self.tok.encode, cfg.task.max_prompt_length)
         replay = algo.dynamic_sampling.replay_weight if algo.dynamic_sampling.mode == "hard_replay" else 1.0
         self.sampler = PromptSampler(
             len(self.task.train), torch.Generator().manual_seed(self.streams.prompt_order), replay
@@ -182,9 +180,14 @@ class Trainer:
             correct.append(v.correct)
         return torch.tensor(rewards), torch.tensor(correct)
 
+    def _policy_for_sampling(self):
+        """FSDP + a backend that samples with the policy: gathered once for the whole rollout, since ranks may
+        sample different lengths (see trainer/fsdp.py). A no-op otherwise."""
+        return full_params(self.model) if self.backend.needs_full_policy else contextlib.nullcontext()
+
     def _rollout(self, idx: list[int], ids, K: int, gen) -> RolloutBatch:
         prompts = [ids[i] for i in idx for _ in range(K)]
-        with full_params(self.model):  # FSDP: gathered once; ranks may sample different lengths
+        with self._policy_for_sampling():
             return self.backend.generate(prompts, self.params, gen)
 
     def collect(self) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor, dict]:
@@ -306,8 +309,8 @@ class Trainer:
         if ref_logp is not None:
             k = KL_ESTIMATORS[algo.kl.estimator](old_logp, ref_logp)  # (N, T)
             kl_seq = (k * rb.completion_mask).sum(-1)  # (N,)
-            if algo.kl.mode == "in_reward":  # k1-style penalty on the sequence reward, before advantages
-                rewards = rewards - algo.kl.coef * kl_seq
+            if self.kl_place.in_reward:
+                rewards = kl_reward_penalty(rewards, kl_seq, algo.kl.coef)
         # advantages over the global batch (batch-level modes need every rank's rewards), then our slice
         advantages = adv_mod.compute_advantages(
             all_gather_cat(rewards), K, algo.adv_norm, algo.adv_std, algo.adv_eps
@@ -368,7 +371,7 @@ class Trainer:
         eps_low = algo.clip.epsilon
         eps_high = algo.clip.epsilon_high if algo.clip.epsilon_high is not None else eps_low
         max_len = cfg.rollout.max_response_length
-        kl_fn = KL_ESTIMATORS[algo.kl.estimator] if algo.kl.mode == "in_loss" else None
+        kl_fn = KL_ESTIMATORS[algo.kl.estimator] if self.kl_place.in_loss else None
         sums = {
             "loss": 0.0,
             "grad_norm": 0.0,
@@ -427,7 +430,7 @@ class Trainer:
         params = SamplingParams(r.eval_temperature, r.top_p, r.max_response_length)
         idx = list(range(self.rank, len(self.eval_ids), self.world))  # each rank probes its share
         prompts = [self.eval_ids[i] for i in idx for _ in range(r.eval_samples)]
-        with full_params(self.model):
+        with self._policy_for_sampling():
             rb = self.backend.generate(prompts, params, gen)
         _, correct = self._score(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
         hits, n = all_sum([float(correct.sum()), float(correct.numel())])
@@ -454,7 +457,6 @@ def run_trial_loop(cfg, seed: int, report: Callable[[dict], None] | None = None)
     t0, cpu0 = time.perf_counter(), time.process_time()
     peak = rss_mb()
     history: list[dict] = []
-    steps, every = cfg.train.steps, cfg.train.eval_every
 
     def emit(rec: dict) -> None:
         nonlocal peak
@@ -463,6 +465,21 @@ def run_trial_loop(cfg, seed: int, report: Callable[[dict], None] | None = None)
         if report is not None:
             report(rec)
 
+    try:
+        status, note = _loop(trainer, cfg, emit)
+        seconds = time.perf_counter() - t0
+        (cpu,) = all_sum([time.process_time() - cpu0])
+        if trainer.world > 1:
+            check_ranks_in_sync(trainer.model)
+    finally:
+        trainer.backend.close()  # after the last collective: a vLLM engine's teardown ends the process group
+    gpus = trainer.world if trainer.device.startswith("cuda") else 0
+    return TrialResult(status, history, seconds, peak, note, t0 - t_setup, cpu, seconds * gpus)
+
+
+def _loop(trainer: Trainer, cfg, emit: Callable[[dict], None]) -> tuple[str, str]:
+    """Steps with their scheduled evals -> (status, note)."""
+    steps, every = cfg.train.steps, cfg.train.eval_every
     status, note = "done", ""
     try:
         for step in range(steps):
@@ -482,9 +499,4 @@ def run_trial_loop(cfg, seed: int, report: Callable[[dict], None] | None = None)
             emit({"step": steps, "eval/positive_rate": trainer.evaluate(steps)})
     except Diverged as d:  # pragma: no cover - divergence outside step() (e.g. in evaluation)
         status, note = "diverged", str(d.args[0])
-    seconds = time.perf_counter() - t0
-    (cpu,) = all_sum([time.process_time() - cpu0])
-    if trainer.world > 1:
-        check_ranks_in_sync(trainer.model)
-    gpus = trainer.world if trainer.device.startswith("cuda") else 0
-    return TrialResult(status, history, seconds, peak, note, t0 - t_setup, cpu, seconds * gpus)
+    return status, note

@@ -29,7 +29,14 @@ def _free_port() -> int:
 
 
 def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # torchrun's variables: a colocated vLLM engine (external_launcher) joins this process group through them
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(size),
+    )
     cuda = cfg.train.device == "cuda" or (cfg.train.device == "auto" and torch.cuda.is_available())
     if cuda:
         torch.cuda.set_device(rank)
@@ -42,7 +49,8 @@ def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue) -> 
         queue.put(("error", f"rank {rank}: " + traceback.format_exc()))
         raise
     finally:
-        dist.destroy_process_group()
+        if dist.is_initialized():  # a colocated vLLM engine's shutdown may have ended it already
+            dist.destroy_process_group()
 
 
 def train_data_parallel(loop: Callable, cfg, seed: int, report=None):

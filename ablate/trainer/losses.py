@@ -6,12 +6,38 @@ Loss aggregation (length normalization) is a setting separate from the objective
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from ablate.registry import Registry
 
 KL_ESTIMATORS = Registry("KL estimator", "algo.kl.estimator")
 LOSS_AGG = Registry("loss aggregation", "algo.loss_agg")
+KL_PLACEMENTS = Registry("KL placement", "algo.kl.mode")
+
+
+@dataclass(frozen=True)
+class KLPlacement:
+    """Where the KL to the reference policy enters the objective. The placement decides everything the trainer
+    does about KL: whether a reference model is loaded at all, and which of the two hooks below it applies."""
+
+    in_reward: bool  # k1-style penalty on the sequence reward, before advantages (verl's use_kl_in_reward)
+    in_loss: bool  # estimator added to the per-token loss (the GRPO paper's form, TRL's beta)
+
+    @property
+    def needs_reference(self) -> bool:
+        return self.in_reward or self.in_loss
+
+
+KL_PLACEMENTS.register("none")(KLPlacement(in_reward=False, in_loss=False))
+KL_PLACEMENTS.register("in_reward")(KLPlacement(in_reward=True, in_loss=False))
+KL_PLACEMENTS.register("in_loss")(KLPlacement(in_reward=False, in_loss=True))
+
+
+def kl_reward_penalty(rewards: torch.Tensor, kl_seq: torch.Tensor, coef: float) -> torch.Tensor:
+    """Sequence rewards minus coef x the sequence's summed KL estimate."""
+    return rewards - coef * kl_seq
 
 
 def clipped_surrogate(

@@ -150,5 +150,6 @@ def test_dry_run_accepts_8_gpus_with_fsdp(capsys):
                  "train.parallel=fsdp", "dry_run=true"])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0 and "total 38.2 GiB vs card 80.0 GiB" in out and "time ESTIMATE" in out
-    # fits its GPUs, but data-parallel trials cannot use the vLLM rollout yet: said, and a launch is refused
-    assert "cannot run as planned" in err and "use rollout=hf for now" in err
+    assert (
+        "cannot run as planned" not in err
+    )  # data-parallel trials run the vLLM rollout: one engine per rank

@@ -149,3 +149,26 @@ def test_parallel_validation(compose_cfg):
     with pytest.raises(ConfigError, match="train.parallel='zero3': allowed: ddp, fsdp"):
         validate_trial(compose_cfg(["train.parallel=zero3"]))
     validate_trial(compose_cfg(["train.world_size=2", "train.parallel=fsdp"]))
+    validate_trial(
+        compose_cfg(["train.world_size=2", "train.parallel=fsdp", "rollout=vllm"])
+    )  # engine per rank
+    with pytest.raises(
+        ConfigError, match="rollout.tensor_parallel_size=2: must be 1 with train.world_size=2"
+    ):
+        validate_trial(compose_cfg(["train.world_size=2", "rollout=vllm", "rollout.tensor_parallel_size=2"]))
+
+
+@pytest.mark.slow
+def test_fsdp_sweep_completes_through_ray(tmp_path):
+    """The path a user takes: each trial is one Tune trial whose ranks are spawned inside its one bundle."""
+    from tests.helpers import cli, statuses, the_run, write_sweep
+
+    sp = write_sweep(tmp_path / "sweeps", "fsdp2", {"lr_high": ["optim.lr=1e-3"]})
+    args = [sp, "sweep=fsdp2", "seeds=1", *FAST, "train.world_size=2", "train.parallel=fsdp",
+            "launcher.cpus_per_trial=2"]  # fmt: skip
+    proc = cli(args, cwd=tmp_path, timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = the_run(tmp_path, "fsdp2")
+    assert statuses(run) == {("baseline", 0): "done", ("lr_high", 0): "done"}
+    config = (run / "baseline" / "seed=0" / "config.yaml").read_text()
+    assert "world_size: 2" in config and "parallel: fsdp" in config

@@ -21,7 +21,7 @@ import torch
 from ablate.trainer import advantages as adv_mod
 from ablate.trainer import core
 from ablate.trainer.core import Batch, Trainer
-from ablate.trainer.losses import kl_k1, kl_k3
+from ablate.trainer.losses import KL_PLACEMENTS, kl_k1, kl_k2, kl_k3
 from tests.conftest import FAST
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -153,9 +153,12 @@ def test_k1_reward_subtracts_coef_times_summed_k1_before_advantages(compose_cfg,
     torch.testing.assert_close(seen[0], expected, atol=1e-6, rtol=0)
 
 
-@covers("kl", "k3_loss")
-def test_k3_loss_adds_coef_times_k3_to_the_per_token_loss(compose_cfg, monkeypatch):
-    t = make(compose_cfg, "kl=k3_loss")
+@covers("kl", "k3_loss", "k2_loss")
+@pytest.mark.parametrize(("option", "estimator"), [("k3_loss", kl_k3), ("k2_loss", kl_k2)])
+def test_kl_in_loss_adds_coef_times_the_estimator_to_the_per_token_loss(
+    compose_cfg, monkeypatch, option, estimator
+):
+    t = make(compose_cfg, f"kl={option}")
     perturb(t.model)
     rb, *_ = t.collect()
     batch = on_policy_batch(t, rb, torch.linspace(-1, 1, rb.completion_ids.shape[0]))
@@ -163,12 +166,12 @@ def test_k3_loss_adds_coef_times_k3_to_the_per_token_loss(compose_cfg, monkeypat
     weights = copy.deepcopy(t.model.state_dict())
     t.update([batch], 0.0)
     t.model.load_state_dict(weights)
-    t.cfg.algo.kl.mode = "none"
+    t.kl_place = KL_PLACEMENTS["none"]
     t.update([batch], 0.0)
     m = rb.completion_mask.bool()
-    k3 = kl_k3(batch.old_logp, batch.ref_logp)  # on-policy first pass: logp == old_logp
-    assert k3[m].max() > 1e-4
-    torch.testing.assert_close((calls[0].per_tok - calls[1].per_tok)[m], 0.05 * k3[m], atol=1e-6, rtol=1e-4)
+    k = estimator(batch.old_logp, batch.ref_logp)  # on-policy first pass: logp == old_logp
+    assert k[m].max() > 1e-6
+    torch.testing.assert_close((calls[0].per_tok - calls[1].per_tok)[m], 0.05 * k[m], atol=1e-6, rtol=1e-4)
 
 
 # ---- length_norm ------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import inspect
 
 import torch
 
-from ablate.trainer.rollout import ROLLOUT_BACKENDS, RolloutBatch, SamplingParams, left_pad
+from ablate.trainer.rollout.batch import ROLLOUT_BACKENDS, RolloutBatch, SamplingParams, left_pad
 
 
 def filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -126,6 +126,9 @@ def _sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int,
 class HFRollout:
     """Samples from the training model itself, so there are no weights to sync."""
 
+    # sampling runs the policy's forward: an FSDP policy is gathered around generate()
+    needs_full_policy = True
+
     def __init__(self, rollout_cfg, model, tokenizer):
         self.model, self.tok = model, tokenizer
 
@@ -151,3 +154,6 @@ class HFRollout:
 
     def sync_weights(self, model) -> None:
         """Nothing to do: the HF backend samples with the policy's own parameters."""
+
+    def close(self) -> None:
+        """Nothing to release: no engine of its own."""

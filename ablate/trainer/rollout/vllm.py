@@ -6,6 +6,10 @@ policy, on its GPU with ``rollout.gpu_memory_utilization`` of the card, or on CP
 With ``rollout.enable_sleep_mode`` it sleeps (KV cache freed, weights offloaded) while the policy trains and
 wakes up for the next rollout, where the platform has sleep mode (CUDA/ROCm/XPU, not CPU). After each
 optimizer update the trainer's weights are reloaded into the engine in place before the next generation.
+In a data-parallel trial every rank runs its own engine on its share of the prompts (vLLM's
+``external_launcher``: the engine joins the trial's process group instead of starting its own, as TRL's
+colocate mode does); an FSDP-sharded policy is gathered one parameter at a time while the engine copies it in,
+so no rank ever holds a second whole model.
 Each request gets a seed drawn from the trial's generator, so seeds differ across trial seeds and a trial is
 repeatable. Sampling logprobs are the processed (temperature/top-p) ones where the installed vLLM supports
 ``logprobs_mode``.
@@ -17,7 +21,7 @@ import os
 
 import torch
 
-from ablate.trainer.rollout import ROLLOUT_BACKENDS, RolloutBatch, SamplingParams, left_pad
+from ablate.trainer.rollout.batch import ROLLOUT_BACKENDS, RolloutBatch, SamplingParams, left_pad
 
 
 def platform_problem() -> str | None:
@@ -47,6 +51,22 @@ def require_vllm():
     return vllm
 
 
+def _data_parallel() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def full_weights(model):
+    """(checkpoint name, full tensor), one parameter at a time. A DTensor (an FSDP shard) is all-gathered just
+    before the engine copies it and dropped after, so the peak is one parameter, not a second model. Every rank
+    must consume the whole iterator in the same order: each gather is a collective."""
+    for name, t in model.state_dict().items():
+        if hasattr(t, "full_tensor"):
+            t = t.full_tensor()
+        yield name, t.detach()
+
+
 def _engine_model(llm):
     """The engine's torch module (in-process executor), across vLLM releases."""
     executor = llm.llm_engine.model_executor
@@ -57,6 +77,9 @@ def _engine_model(llm):
 
 @ROLLOUT_BACKENDS.register("vllm")
 class VLLMRollout:
+    # the engine holds its own copy of the weights: an FSDP policy need not be gathered around generate()
+    needs_full_policy = False
+
     def __init__(self, rollout_cfg, model, tokenizer):
         vllm = require_vllm()
         # engine in this process, so weights load into it directly
@@ -81,6 +104,8 @@ class VLLMRollout:
             seed=0,
             enable_prefix_caching=True,
         )
+        if _data_parallel():
+            kwargs["distributed_executor_backend"] = "external_launcher"
         if current_platform.is_cpu():
             # A prompt prefilled in chunks under per-request seeds crashes the CPU runner ("CPU Generator does
             # not use offset"); whole-prompt prefills never touch that path.
@@ -108,16 +133,25 @@ class VLLMRollout:
         every layer kind gets its weights. Calling the model's own ``load_weights`` skips that and fails on the
         CPU build ('Parameter' object has no attribute 'weight_loader') with the engine half-updated; it stays
         only as the fallback for releases whose workers lack ``reload_weights``."""
-        weights = [(k, v.detach()) for k, v in self._model.state_dict().items()]  # checkpoint (HF) names
         try:
             self.llm.collective_rpc(
-                "reload_weights", kwargs={"weights_iterator": weights, "is_checkpoint_format": True}
+                "reload_weights",
+                kwargs={"weights_iterator": full_weights(self._model), "is_checkpoint_format": True},
             )
         except (NotImplementedError, AttributeError):  # older vLLM: no reload_weights / collective_rpc
-            _engine_model(self.llm).load_weights(iter(weights))
+            _engine_model(self.llm).load_weights(full_weights(self._model))
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()  # cached KV of the old weights must not be reused
         self.dirty = False
+
+    def close(self) -> None:
+        """Shut the engine down now: in a data-parallel trial its teardown destroys the process group it joined,
+        so it must run after the trial's last collective and before the rank leaves the group (left to the
+        garbage collector it ran at interpreter exit, on groups already destroyed). In a reused Ray worker this
+        also frees the KV cache before the next trial."""
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
 
     def generate(
         self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ablate.trainer.tasks.base import TASKS, Problem, TaskData
 
-from ablate.registry import Registry
-
-TASKS = Registry("task", "task.name")
-
-
-@dataclass(frozen=True)
-class Problem:
-    prompt: str  # the text the policy sees
-    answer: str  # the reference answer the verifier checks against
-    level: int = 0  # difficulty bucket (for reports and diagnostics)
-
-
-@dataclass
-class TaskData:
-    train: list[Problem]
-    eval: list[Problem]
-    format_open: str = "<"  # answer is wrapped as <open>answer<close>: a token mask can drop these
-    format_close: str = ">"
-    # warm-start targets aligned with train (may be noisy)
-    sft_targets: list[str] = field(default_factory=list)
-    alphabet: str = ""  # characters of the embedded task, for the char tokenizer
+__all__ = ["TASKS", "Problem", "TaskData", "drop_overlong", "load_task"]
 
 
 def load_task(cfg) -> TaskData:
     from ablate.trainer.tasks import math_datasets, reverse  # noqa: F401  (registers)
 
     return TASKS[cfg.name](cfg)
+
+
+def drop_overlong(task: TaskData, encode, limit: int) -> tuple[list[list[int]], list[list[int]]]:
+    """Keep the prompts of at most ``limit`` tokens (verl's filter_overlong_prompts); returns the kept prompts'
+    token ids (train, eval) and narrows ``task`` to them. A limit of 0 keeps everything."""
+    train_ids = [encode(p.prompt) for p in task.train]
+    eval_ids = [encode(p.prompt) for p in task.eval]
+    if limit <= 0:
+        return train_ids, eval_ids
+    keep = [i for i, ids in enumerate(train_ids) if len(ids) <= limit]
+    keep_eval = [i for i, ids in enumerate(eval_ids) if len(ids) <= limit]
+    if not keep or not keep_eval:
+        raise ValueError(f"task.max_prompt_length={limit}: no train or eval prompt is that short")
+    task.train = [task.train[i] for i in keep]
+    task.eval = [task.eval[i] for i in keep_eval]
+    return [train_ids[i] for i in keep], [eval_ids[i] for i in keep_eval]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ablate.trainer.tasks import TASKS, Problem, TaskData
+from ablate.trainer.tasks.base import TASKS, Problem, TaskData
 
 _BOXED = re.compile(r"\\boxed\{")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from ablate.trainer.tasks import TASKS, Problem, TaskData
+from ablate.trainer.tasks.base import TASKS, Problem, TaskData
 
 
 def _corrupt(answer: str, rng: random.Random, alphabet: str) -> str:

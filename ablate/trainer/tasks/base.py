@@ -1,0 +1,28 @@
+"""What every task shares: the registry, a problem and a task's data. A leaf module, so task modules import it
+without importing the package that imports them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ablate.registry import Registry
+
+TASKS = Registry("task", "task.name")
+
+
+@dataclass(frozen=True)
+class Problem:
+    prompt: str  # the text the policy sees
+    answer: str  # the reference answer the verifier checks against
+    level: int = 0  # difficulty bucket (for reports and diagnostics)
+
+
+@dataclass
+class TaskData:
+    train: list[Problem]
+    eval: list[Problem]
+    format_open: str = "<"  # answer is wrapped as <open>answer<close>: a token mask can drop these
+    format_close: str = ">"
+    # warm-start targets aligned with train (may be noisy)
+    sft_targets: list[str] = field(default_factory=list)
+    alphabet: str = ""  # characters of the embedded task, for the char tokenizer
