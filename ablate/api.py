@@ -1,8 +1,8 @@
 """Python API: ``run = ablate.load_run("runs/<sweep>/<run_id>")`` -> the report's numbers as DataFrames.
 
 Why: a notebook user wants ``run.table``, ``run.trials`` and ``run.metrics`` to slice and plot, not table.csv
-parsed back. The table is built by the very code that writes the report (``ablate.report.render.build``), so
-the API and the report cannot disagree.
+parsed back. The table is built by the very function the report is written from
+(``ablate.stats.run_table.table_for_run``), so the API and the report cannot disagree.
 """
 
 from __future__ import annotations
@@ -43,22 +43,22 @@ def load_run(path: str | Path) -> Run:
     per key any variant overrides (``kl``, ``algo.entropy.coef``), holding the value the trial ran with: the
     variant's override, else the baseline's value. Raises ValueError when ``path`` is not a run directory.
     """
-    from ablate.report.render import build
+    from ablate.stats.run_table import table_for_run
 
     path = Path(path)
     plan = read_plan(path)
-    r = build(path)
-    metrics = r["metrics"]
+    rt = table_for_run(path)
+    metrics = rt.metrics
     if len(metrics):
         metrics = metrics[metrics.variant.isin(set(plan["variants"]))].reset_index(drop=True)
-    trials = r["summaries"]
-    extra = [c for c in ("config_hash", "attempts", "note", "error") if c in r["trials"]]
+    trials = rt.summaries
+    extra = [c for c in ("config_hash", "attempts", "note", "error") if c in rt.trials]
     if len(trials) and extra:
-        trials = trials.merge(r["trials"][["variant", "seed", *extra]], on=["variant", "seed"], how="left")
+        trials = trials.merge(rt.trials[["variant", "seed", *extra]], on=["variant", "seed"], how="left")
     factors = factor_values(path, plan)
     for key in {k: None for vals in factors.values() for k in vals}:
         trials[key] = [factors.get(v, {}).get(key) for v in trials.variant] if len(trials) else []
-    return Run(path, plan, metrics, trials.reset_index(drop=True), r["table"])
+    return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table)
 
 
 # ---- factor columns -----------------------------------------------------------------------------------------

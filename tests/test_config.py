@@ -41,7 +41,7 @@ def test_group_option_sets_its_keys():
 @pytest.mark.parametrize(
     "overrides, needle",
     [
-        (["kl=foo"], "kl='foo': unknown option; allowed: k1_reward, k3_loss, none"),
+        (["kl=foo"], "kl='foo': unknown option; allowed: k1_reward, k2_loss, k3_loss, none"),
         (["adv_norm=grp"], "adv_norm='grp': unknown option"),
         (["sweep=nope"], "sweep='nope': unknown option; allowed:"),
         (["algo.nope=1"], "algo.nope: no such key"),

@@ -1,8 +1,7 @@
 """The report as one list of blocks, rendered to Markdown and to self-contained HTML.
 
-Why one source: report.md and report.html were two hand-written pages and the HTML had quietly lost the
-notes under the figures; with one list of blocks both pages carry the same headings, paragraphs, tables,
-captions and notes by construction.
+Why one source: two hand-written pages drift apart (one loses a note the other keeps); with one list of
+blocks both pages carry the same headings, paragraphs, tables, captions and notes by construction.
 """
 
 from __future__ import annotations

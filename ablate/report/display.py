@@ -161,22 +161,16 @@ def notes(table: pd.DataFrame) -> list[str]:
             + ". Divergence is an outcome of its own: those seeds are counted and tested here, and left out "
             "of means, pairs and intervals."
         )
-    nr = table[table.not_run_seeds.fillna("").astype(str) != ""]
-    if len(nr):
-        out.append(
-            "Not run (interrupted or never started; not failures): "
-            + "; ".join(
-                f"`{v}` seeds {s}" for v, s in nr[["variant", "not_run_seeds"]].itertuples(index=False)
-            )
-            + ". A rerun of the same sweep runs them."
-        )
-    failed = table[table.failed_seeds.fillna("").astype(str) != ""]
-    if len(failed):
-        out.append(
-            "Failed (the trial raised an error; see status.json): "
-            + "; ".join(
-                f"`{v}` seeds {s}" for v, s in failed[["variant", "failed_seeds"]].itertuples(index=False)
-            )
-            + "."
-        )
+    for col, head, tail in (
+        (
+            "not_run_seeds",
+            "Not run (interrupted or never started; not failures)",
+            ". A rerun of the same sweep runs them.",
+        ),
+        ("failed_seeds", "Failed (the trial raised an error; see status.json)", "."),
+    ):
+        cells = table[table[col].fillna("").astype(str) != ""]
+        if len(cells):
+            listed = "; ".join(f"`{v}` seeds {s}" for v, s in cells[["variant", col]].itertuples(index=False))
+            out.append(f"{head}: {listed}{tail}")
     return out

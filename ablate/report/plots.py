@@ -26,7 +26,7 @@ def curve_with_band(
     """-> (steps, mean, lo, hi): the mean over seeds at each step and its 95% percentile bootstrap band.
 
     Seeds are resampled once for every step at the same time (one (steps x seeds) array, no per-step pandas
-    filtering): the learning-curve figure was most of a report's time. A step that some seed lacks averages
+    filtering), so the learning-curve figure does not dominate a report's time. A step that some seed lacks averages
     the seeds that have it; a step with fewer than 2 values has no band.
     """
     grid = d.pivot_table(index="step", columns="seed", values=metric, aggfunc="mean")

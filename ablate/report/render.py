@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablate import store
-from ablate.config import StatsConfig
 from ablate.report import plots
 from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table, to_html, to_markdown
 from ablate.report.display import display_table, matched_table, notes, shared_level
 from ablate.report.run_info import describe_run, header_text, trial_config
+from ablate.stats.anova import factorial_anova
 from ablate.stats.health import health_table
-from ablate.stats.summary import token_curves, trial_summaries
-from ablate.stats.tables import ablation_table, factorial_anova, to_latex
+from ablate.stats.latex import to_latex
+from ablate.stats.run_table import table_for_run
 
 PACKAGES = (
     "torch",
@@ -83,35 +82,15 @@ def manifest(plan: dict, trials: pd.DataFrame) -> dict:
 
 
 def build(run: Path) -> dict:
-    """All report numbers for a run, as DataFrames/dicts (no files written)."""
+    """All report numbers for a run, as DataFrames/dicts (no files written): the table as the API and the
+    seeds=auto runner read it (ablate.stats.run_table), then the ANOVA, health flags and run header."""
     run = Path(run)
-    plan = store.PlanRecord.read(run).as_dict()
-    spec = plan["spec"]
-    stats = StatsConfig(**spec.get("stats", {}))
-    metrics, trials = store.load_run(run)
-    known = set(plan["variants"])
-    if len(trials):
-        trials = trials[trials.variant.isin(known)]
-    summ = trial_summaries(metrics, trials, spec["metric"], stats.final_fraction)
-    for col in ("cpu_seconds", "gpu_seconds"):  # cost the summaries may not carry: from the trial records
-        if col not in summ and len(summ) and col in trials:
-            summ = summ.merge(trials[["variant", "seed", col]], on=["variant", "seed"], how="left")
-    if summ.empty:
-        summ = pd.DataFrame(
-            columns=["variant", "seed", "status", "diverged", "final", "seconds", "peak_rss_mb", "tokens"]
-        )
-    table = ablation_table(
-        summ,
-        plan["variants"],
-        plan["baseline"],
-        stats,
-        spec.get("higher_is_better", True),
-        expected_seeds=plan["seeds"],
-        curves=token_curves(metrics, spec["metric"]),
-        sequential=plan.get("sequential"),
-    )
+    rt = table_for_run(run)
+    plan, metrics = rt.plan, rt.metrics
     anova = (
-        factorial_anova(summ, plan["factors"], stats.correction) if plan.get("factors") else pd.DataFrame()
+        factorial_anova(rt.summaries, plan["factors"], rt.stats.correction)
+        if plan.get("factors")
+        else pd.DataFrame()
     )
     health = health_table(
         metrics[metrics.status == "done"] if len(metrics) else metrics, lambda v, s: trial_config(run, v, s)
@@ -121,15 +100,15 @@ def build(run: Path) -> dict:
         health = health.sort_values("variant", key=lambda s: s.map(order), kind="stable")
     return {
         "plan": plan,
-        "spec": spec,
-        "stats": stats,
+        "spec": rt.spec,
+        "stats": rt.stats,
         "metrics": metrics,
-        "trials": trials,
-        "summaries": summ,
-        "table": table,
+        "trials": rt.trials,
+        "summaries": rt.summaries,
+        "table": rt.table,
         "anova": anova,
         "health": health,
-        "run_info": describe_run(run, plan, trials),
+        "run_info": describe_run(run, plan, rt.trials),
     }
 
 

@@ -1,8 +1,9 @@
-"""The ablation table (one row per variant vs baseline) and factorial ANOVA, as DataFrames.
+"""The ablation table (one row per variant vs baseline), as a DataFrame.
 
 One inference per row: the paired test on the seeds finished in both arms, its interval at the level the
 family correction gives the row (``family_levels``), the verdict read off that interval, and the power
-figures at the alpha the row must reach. Everything the report shows of a row comes from here.
+figures at the alpha the row must reach. Everything the report shows of a row comes from here; the row's
+method paragraph is in method.py, its compute-matched Δ in matched.py, the factorial ANOVA in anova.py.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import numpy as np
 import pandas as pd
 
 from ablate.stats import power as pw
-from ablate.stats.summary import final_at, iqm
+from ablate.stats.anova import factorial_anova  # noqa: F401  (re-exported: the report's second table)
+from ablate.stats.latex import to_latex  # noqa: F401  (re-exported)
+from ablate.stats.matched import COMPUTE_CHANGE, compute_matched
+from ablate.stats.method import method_note, primary
+from ablate.stats.summary import iqm
 from ablate.stats.tests import (
-    adjust,
     cohens_dz,
     divergence_p,
     family_levels,
@@ -27,7 +31,6 @@ from ablate.stats.tests import (
 from ablate.stats.verdicts import verdict
 
 FAILED = ("failed", "error", "corrupt")
-COMPUTE_CHANGE = 0.1  # a variant whose generated tokens differ from the baseline's by more changes compute
 
 
 def _cell_counts(sv: pd.DataFrame, expected: list[int]) -> dict:
@@ -82,58 +85,6 @@ def _expected(seeds: list[int], sequential: dict | None, variant: str) -> list[i
 def _mean(series) -> float:
     x = pd.to_numeric(series, errors="coerce")
     return float(x.mean()) if x.notna().any() else math.nan
-
-
-def method_note(stats, m: int, level: float, sd_plan: float, df: int, sequential: dict | None) -> str:
-    """The paragraph that says how every number of a row was made (rendered verbatim in the report)."""
-    test = {"paired_t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "welch": "Welch t-test"}[
-        primary(stats)
-    ]
-    interval_of = {
-        "paired_t": "the t-interval of the mean paired difference",
-        "wilcoxon": "the Hodges-Lehmann interval (Walsh averages) of the signed-rank test",
-        "welch": "the Welch interval of the difference of means",
-    }[primary(stats)]
-    corr = {
-        "holm": f"Holm-compatible: every row at 1 − α/(m − r) = {level:.4g}, r = rows Holm rejects, so an "
-        "interval excludes 0 exactly for the rows Holm rejects",
-        "bonferroni": f"Bonferroni: every row at 1 − α/m = {level:.4g} (simultaneous)",
-        "bh": f"Benjamini-Hochberg with FCR-adjusted intervals (Benjamini & Yekutieli): every row at "
-        f"1 − Rα/m = {level:.4g}, R = rows rejected",
-        "none": f"no correction: every row at 1 − α = {level:.4g}",
-    }[stats.correction]
-    if sequential:
-        corr = (
-            f"seeds=auto: looks at {list(sequential['looks'])} pairs, {sequential['spending']} α-spending of "
-            f"α/m per row (Bonferroni over the m rows); each row's interval is the repeated confidence "
-            f"interval at its last look's nominal level (valid across all looks), p_adj is not defined"
-        )
-    sesoi = (
-        f"equivalent (±δ) means the interval lies inside ±δ, δ = sweep.stats.sesoi = {stats.sesoi:g} "
-        "(two one-sided tests at the interval's level)"
-        if stats.sesoi is not None
-        else "no sesoi is set, so no row can be called equivalent: set sweep.stats.sesoi to test it"
-    )
-    return (
-        f"Each variant is compared with the baseline on the seeds that finished in both arms (n pairs) by a "
-        f"{test}; Δ is the mean paired difference (variant − baseline) and the interval shown is "
-        f"{interval_of}, at one level for the family of m = {m} comparisons ({corr}). The verdict is read "
-        f"off that interval: helps/hurts when it excludes 0, {sesoi}; otherwise inconclusive, with the "
-        f"seeds that would resolve it. p raw and the raw (1 − α) interval (raw_ci_* in table.csv) are "
-        f"unadjusted. MDE: the smallest |Δ| detected with {stats.power:.0%} power at α = "
-        f"{planning_alpha(stats.alpha, stats.correction, m):.3g} (the level a lone effect must reach under "
-        f"this correction) from the sd of the paired differences pooled over all rows ({_fmt(sd_plan)}, "
-        f"df = {df}), not from one row's few seeds. d_z (table.csv) = Δ / sd of that row's differences. "
-        "Diverged seeds are outcomes: counted per arm and compared by Fisher's exact test, never scored."
-    )
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.3g}" if math.isfinite(x) else "n/a"
-
-
-def primary(stats) -> str:
-    return "paired_t" if stats.primary_test == "auto" else stats.primary_test
 
 
 def _sequential_level(seq: dict, m: int, n_pairs: int) -> tuple[int | None, float, int]:
@@ -276,7 +227,7 @@ def ablation_table(
         r["seeds_needed"] = need if r["verdict"] == "inconclusive" else math.nan
         if sequential:
             r["stop"] = _stop(r, d, sequential, m, sd_plan, sesoi)
-        r |= _compute_matched(r, base, curves, stats.final_fraction, alpha_row, baseline)
+        r |= compute_matched(r, base, curves, stats.final_fraction, alpha_row, baseline)
         out.append(r)
     table = pd.DataFrame(out)
     table["compute_changed"] = (table.tokens_ratio - 1).abs() > COMPUTE_CHANGE
@@ -298,97 +249,3 @@ COLUMNS = [
 
 def _column_order(table: pd.DataFrame) -> list[str]:
     return [c for c in COLUMNS if c in table.columns] + [c for c in table.columns if c not in COLUMNS]
-
-
-def _compute_matched(
-    r: dict, base: dict, curves: dict | None, final_fraction: float, alpha: float, baseline: str
-):
-    """Δ at equal generated tokens: both arms of a pair scored on the evals made within the smaller of their
-    two token budgets (the arm with that budget keeps its final score)."""
-    out = {"matched_tokens": math.nan, "matched_delta": math.nan, "matched_ci_low": math.nan,
-           "matched_ci_high": math.nan}  # fmt: skip
-    if (
-        not curves
-        or not math.isfinite(r.get("tokens_ratio", math.nan))
-        or abs(r["tokens_ratio"] - 1) <= COMPUTE_CHANGE
-    ):
-        return out
-    d, budgets = [], []
-    for s in (int(x) for x in str(r["pair_seeds"]).split(",") if x != ""):
-        cv, cb = curves.get((r["variant"], s)), curves.get((baseline, s))
-        if cv is None or cb is None or not len(cv[0]) or not len(cb[0]):
-            continue
-        budget = min(cv[2], cb[2])
-        d.append(
-            final_at(cv[0], cv[1], budget, final_fraction) - final_at(cb[0], cb[1], budget, final_fraction)
-        )
-        budgets.append(budget)
-    d = np.array([x for x in d if math.isfinite(x)])
-    if len(d) >= 1:
-        out["matched_tokens"] = float(np.mean(budgets))
-        out["matched_delta"] = float(d.mean())
-        out["matched_ci_low"], out["matched_ci_high"] = t_interval(d, alpha)
-    return out
-
-
-def factorial_anova(
-    summ: pd.DataFrame, factors: dict[str, dict[str, str]], correction: str, score: str = "final"
-) -> pd.DataFrame:
-    """Main effects and two-way interactions (type-II ANOVA on OLS), p-values corrected across the terms."""
-    import statsmodels.formula.api as smf
-    from statsmodels.stats.anova import anova_lm
-
-    rows = []
-    for _, r in summ.iterrows():
-        if r.variant in factors and math.isfinite(r[score]):
-            rows.append({**{f"f_{k}": v for k, v in factors[r.variant].items()}, "y": r[score]})
-    df = pd.DataFrame(rows)
-    axes = [c for c in df.columns if c.startswith("f_") and df[c].nunique() > 1]
-    if len(df) < 3 or not axes:
-        return pd.DataFrame()
-    terms = [f"C({a})" for a in axes] + [f"C({a}):C({b})" for i, a in enumerate(axes) for b in axes[i + 1 :]]
-    try:
-        model = smf.ols("y ~ " + " + ".join(terms), data=df).fit()
-        aov = anova_lm(model, typ=2)
-    except (ValueError, np.linalg.LinAlgError):
-        return pd.DataFrame()
-    aov = (
-        aov.drop(index="Residual", errors="ignore")
-        .reset_index()
-        .rename(columns={"index": "term", "PR(>F)": "p"})
-    )
-    aov["term"] = aov["term"].str.replace("C(f_", "", regex=False).str.replace(")", "", regex=False)
-    aov["p_adj"] = adjust(aov["p"].tolist(), correction)
-    return aov
-
-
-def to_latex(table: pd.DataFrame, caption: str) -> str:
-    """A booktabs table of the report columns (no jinja2 needed)."""
-    cols = list(table.columns)
-
-    def esc(x) -> str:
-        s = f"{x:.4g}" if isinstance(x, float) else str(x)
-        for a, b in (
-            ("\\", "\\textbackslash{}"),
-            ("&", "\\&"),
-            ("%", "\\%"),
-            ("_", "\\_"),
-            ("#", "\\#"),
-            ("±", "$\\pm$"),
-            ("Δ", "$\\Delta$"),
-        ):
-            s = s.replace(a, b)
-        return s
-
-    lines = [
-        "\\begin{table}[t]",
-        "\\centering",
-        f"\\caption{{{esc(caption)}}}",
-        "\\begin{tabular}{" + "l" * len(cols) + "}",
-        "\\toprule",
-        " & ".join(esc(c) for c in cols) + " \\\\",
-        "\\midrule",
-    ]
-    lines += [" & ".join(esc(v) for v in row) + " \\\\" for row in table.itertuples(index=False)]
-    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
-    return "\n".join(lines)

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from omegaconf import DictConfig, OmegaConf
 
 from ablate.compose import Composer, merge_overrides, override_key
-from ablate.config import ConfigError, parse_seeds, validate_metric, validate_stats, validate_trial
+from ablate.config import (
+    ConfigError,
+    parse_seeds,
+    validate_auto_seeds,
+    validate_metric,
+    validate_stats,
+    validate_trial,
+)
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
 LAUNCH_KEYS = (
@@ -176,11 +183,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     validate_metric(spec.metric)
     sequential = None
     if auto:
-        if st.sesoi is None:
-            raise ConfigError(
-                "seeds=auto: needs sweep.stats.sesoi, so rows with no effect can stop as equivalent "
-                "(else every null row runs to sweep.stats.max_seeds)"
-            )
+        validate_auto_seeds(st)
         from ablate.stats.sequential import schedule
 
         sequential = {"looks": list(schedule(st.min_seeds, st.max_seeds, st.round_size)), "spending": st.spending,

@@ -4,10 +4,8 @@ cluster (and checking a trial fits one of its nodes), stopping.
 Measures kept, and what each buys:
 - Tune is imported in a thread while ``ray.init`` waits for Ray's processes (~0.7 s of the driver's start).
 - ``log_to_driver=False``, no dashboard: trial output goes to the store, not to the terminal.
-Stopping is synchronous: the background shutdown that overlapped the report (~1.2 s) needed the garbage
-collector paused and every Ray handle dead before it started, and a missed handle ended the process with
-exit code 1; the trial-actor registration without Tune's runtime_env (~1.2 s on the first trials) patched
-Tune's private class cache. Both were dropped; bench/sweep_overhead.py measures the start-up.
+Stopping is synchronous: overlapping it with the report would need every Ray handle dead first, and nothing
+here touches Tune's or Ray's private modules. bench/sweep_overhead.py measures the start-up.
 """
 
 from __future__ import annotations

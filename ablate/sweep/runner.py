@@ -91,7 +91,7 @@ def _execute_adaptive(plan: Plan, cfg, run: Path, progress) -> dict:
     """seeds=auto: every variant gets the first look's seeds; after each round the rows still inconclusive
     (and the baseline) get the next look's, until no row continues or the last look is reached. Decisions
     are read from the store with the report's own table, so a rerun retraces the same rounds."""
-    from ablate.report.render import build
+    from ablate.stats.run_table import table_for_run
 
     looks = plan.sequential["looks"]
     requested = dict.fromkeys(plan.variants, looks[0])
@@ -106,7 +106,7 @@ def _execute_adaptive(plan: Plan, cfg, run: Path, progress) -> dict:
         counts["total"] = len(batch)
         if k == len(looks) - 1:
             break
-        table = build(run)["table"]
+        table = table_for_run(run).table
         going = set(table[table.stop == "running"].variant) if "stop" in table else set()
         if not going:
             break

@@ -163,7 +163,7 @@ def test_help_shows_defaults_and_plain_keys(capsys):
     out = capsys.readouterr().out
     assert (
         "  k                  2, 4, 8*, 16, 32" in out
-        and "kl                 k1_reward, k3_loss, none*" in out
+        and "kl                 k1_reward, k2_loss, k3_loss, none*" in out
     )
     assert "optim.lr = 0.0003" in out and "algo.responses_per_prompt = 8" in out
 

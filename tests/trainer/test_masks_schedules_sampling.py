@@ -1,5 +1,7 @@
 """Token masks, LR/entropy schedules, dynamic sampling and the prompt sampler, against hand-computed values."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -64,7 +66,7 @@ def test_top_p_nucleus():
 def test_dynamic_sampling_drops_zero_std_groups():
     r = torch.tensor([1.0, 1, 0, 1, 0, 0, 0, 0])
     assert nonzero_std_groups(r, 4).tolist() == [True, False]
-    assert DYNAMIC_SAMPLING["off"](r, 4).tolist() == [True, True]
+    assert DYNAMIC_SAMPLING["off"].keep(r, 4).tolist() == [True, True]
 
 
 def test_prompt_sampler_is_seeded_permutation():
@@ -75,6 +77,16 @@ def test_prompt_sampler_is_seeded_permutation():
     assert a.next(4) == b.next(4)
     c = PromptSampler(10, torch.Generator().manual_seed(4))
     assert c.next(10) != first
+
+
+@pytest.mark.parametrize("mode", ["off", "drop_zero_std", "dapo", "hard_replay"])
+def test_the_sampler_replays_hard_prompts_only_in_the_replay_mode(mode):
+    ds = SimpleNamespace(mode=mode, replay_weight=5.0)
+    s = PromptSampler.from_config(ds, 4, torch.Generator().manual_seed(0))
+    s.record([0, 1], [False, True])
+    replay = mode == "hard_replay"
+    assert DYNAMIC_SAMPLING[mode].hard_replay == replay
+    assert s.replay_weight == (5.0 if replay else 1.0) and s.weights[0] == (5.0 if replay else 1.0)
 
 
 def test_hard_prompt_replay_upweights_unsolved():

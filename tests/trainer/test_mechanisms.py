@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from ablate.trainer import advantages as adv_mod
-from ablate.trainer import core
+from ablate.trainer import update as update_mod
 from ablate.trainer.core import Batch, Trainer
 from ablate.trainer.losses import KL_PLACEMENTS, kl_k1, kl_k2, kl_k3
 from tests.conftest import FAST
@@ -64,7 +64,7 @@ def score_by_prompt(t: Trainer, monkeypatch, reward) -> None:
         r = torch.tensor([float(reward(prompt_idx[i // K], i % K)) for i in range(len(rb.truncated))])
         return r, (r > 0).float()
 
-    monkeypatch.setattr(t, "_score", score)
+    monkeypatch.setattr(t, "_verify", score)
 
 
 def score_rows(t: Trainer, monkeypatch, rewards: list[float]) -> None:
@@ -74,7 +74,7 @@ def score_rows(t: Trainer, monkeypatch, rewards: list[float]) -> None:
         r = torch.tensor(rewards)
         return r, (r > 0).float()
 
-    monkeypatch.setattr(t, "_score", score)
+    monkeypatch.setattr(t, "_verify", score)
 
 
 def freeze_collect(t: Trainer, monkeypatch, edit=None):
@@ -88,7 +88,7 @@ def freeze_collect(t: Trainer, monkeypatch, edit=None):
 
 def spy_loss(monkeypatch) -> list[SimpleNamespace]:
     """Record each aggregate_loss call; per_tok keeps its gradient so d loss / d per-token loss is visible."""
-    calls, real = [], core.aggregate_loss
+    calls, real = [], update_mod.aggregate_loss
 
     def spy(per_tok, mask, mode, max_len, *rest):
         per_tok.retain_grad()
@@ -96,7 +96,7 @@ def spy_loss(monkeypatch) -> list[SimpleNamespace]:
         calls.append(SimpleNamespace(per_tok=per_tok, mask=mask, mode=mode, loss=out.detach()))
         return out
 
-    monkeypatch.setattr(core, "aggregate_loss", spy)
+    monkeypatch.setattr(update_mod, "aggregate_loss", spy)
     return calls
 
 
@@ -343,9 +343,9 @@ ADV = {  # advantages of R8, by hand
 def test_adv_norm_advantages_are_hand_computed_and_reach_the_loss(compose_cfg, monkeypatch, option):
     t = make(compose_cfg, f"adv_norm={option}")
     score_rows(t, monkeypatch, R8)
-    seen, real = [], core.clipped_surrogate
+    seen, real = [], update_mod.clipped_surrogate
     monkeypatch.setattr(
-        core, "clipped_surrogate", lambda lp, old, adv, *a: seen.append(adv) or real(lp, old, adv, *a)
+        update_mod, "clipped_surrogate", lambda lp, old, adv, *a: seen.append(adv) or real(lp, old, adv, *a)
     )
     t.step(0)
     torch.testing.assert_close(seen[0], torch.tensor(ADV[option]), atol=1e-5, rtol=1e-5)

@@ -1,0 +1,122 @@
+"""What the command line prints and exits on: --help, --info and --cfg job."""
+
+from __future__ import annotations
+
+import sys
+
+from omegaconf import OmegaConf
+
+from ablate.config import ConfigError
+
+USAGE = """usage: python -m ablate [OVERRIDES...]            run a sweep (default mode), e.g. sweep=technique_matrix seeds=5
+       python -m ablate mode=train [OVERRIDES...] run one trial of the composed config
+       python -m ablate report RUN_DIR            regenerate the report of runs/<sweep>/<run_id>
+       python -m ablate ... --cfg job             print the composed config and exit
+       python -m ablate sweep=NAME dry_run=true   print the trial plan and exit
+       python -m ablate --version | --info        print the version | versions and where conf/ is
+
+options: seeds=N | seeds=[3,7]   run_id=NAME   fresh=true   logger=wandb   launcher=cluster (or ray.address=auto)
+"""
+
+
+def help_text() -> str:
+    import yaml
+
+    from ablate.compose import conf_dir, group_names, group_options
+
+    defaults = {}
+    for item in yaml.safe_load((conf_dir() / "config.yaml").read_text())["defaults"]:
+        if isinstance(item, dict):
+            defaults.update({k: str(v) for k, v in item.items()})
+    lines = [USAGE, "config groups (group=option; * = default):"]
+    for g in group_names():
+        opts = [f"{o}*" if o == defaults.get(g) else o for o in group_options(g)]
+        lines.append(f"  {g:<18} {', '.join(opts)}")
+    lines += ["", "plain keys (key=value) and their defaults:"]
+    lines += [f"  {k} = {v}" for k, v in plain_defaults()]
+    return "\n".join(lines)
+
+
+def plain_defaults() -> list[tuple[str, object]]:
+    """Every leaf key of the trial sections with its schema default (ablate/config/schema.py)."""
+    import dataclasses
+
+    from ablate.config import Config
+
+    out = []
+
+    def walk(obj, prefix):
+        for f in dataclasses.fields(obj):
+            v = getattr(obj, f.name)
+            if dataclasses.is_dataclass(v):
+                walk(v, f"{prefix}{f.name}.")
+            else:
+                out.append((f"{prefix}{f.name}", v))
+
+    cfg = Config()
+    for section in (
+        "model",
+        "task",
+        "rollout",
+        "algo",
+        "optim",
+        "train",
+        "warmstart",
+        "launcher",
+        "ray",
+        "wandb",
+    ):
+        walk(getattr(cfg, section), f"{section}.")
+    return out
+
+
+def info_text() -> str:
+    """What a bug report needs: versions read from package metadata (nothing heavy is imported) and conf/."""
+    import platform
+    from importlib import metadata
+
+    from ablate import __version__
+    from ablate.compose import conf_dir
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    try:
+        conf = str(conf_dir())
+    except ConfigError as e:
+        conf = f"not found ({e})"
+    return "\n".join(
+        [
+            f"ablate  {__version__}",
+            f"python  {platform.python_version()} ({sys.executable})",
+            f"torch   {version('torch')}",
+            f"ray     {version('ray')}",
+            f"hydra   {version('hydra-core')}",
+            f"conf    {conf}",
+        ]
+    )
+
+
+def config_to_show(cfg, argv: list[str], variant: str | None) -> str:
+    """--cfg job: the composed config; with a sweep, the config a trial of the baseline (or of
+    ``variant=NAME``) really runs, sweep file and command line applied."""
+    if cfg.mode != "sweep" or cfg.sweep is None:
+        if variant is not None:
+            raise ConfigError(f"variant={variant!r}: only with a sweep (sweep=NAME or -m)")
+        return OmegaConf.to_yaml(cfg)
+    from ablate.sweep.plan import build_plan
+
+    plan = build_plan(cfg, argv)
+    name = plan.baseline if variant is None else variant
+    trial = next((t for t in plan.trials if t.variant == name), None)
+    if trial is None:
+        raise ConfigError(
+            f"variant={name!r}: not in sweep {plan.sweep!r}; variants: {', '.join(plan.variants)}"
+        )
+    return (
+        f"# sweep {plan.sweep}, variant {name}, seed {trial.seed}: the config this trial runs\n"
+        + trial.config_yaml
+    )

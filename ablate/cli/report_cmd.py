@@ -1,0 +1,96 @@
+"""``python -m ablate report RUN_DIR`` (no Hydra compose) and ``mode=report report_path=RUN_DIR``."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from ablate.config import ConfigError
+
+REPORT_USAGE = "usage: python -m ablate report runs/<sweep>/<run_id> [reports_dir=DIR] [figures=true|false]"
+
+
+def run_report(args: list[str]) -> int:
+    """Regenerate a report from the store alone. No Hydra compose: the run's plan.json says everything, and
+    calibration by simulation runs this path thousands of times."""
+    if not args or "=" in args[0]:
+        print(f"error: {REPORT_USAGE}", file=sys.stderr)
+        return 2
+    run, opts = args[0], {"reports_dir": "", "figures": "true"}
+    for a in args[1:]:
+        key, sep, value = a.partition("=")
+        if not sep or key not in opts:
+            print(f"error: {a!r}: not a report option; {REPORT_USAGE}", file=sys.stderr)
+            return 2
+        opts[key] = value
+    if opts["figures"] not in ("true", "false"):
+        print(f"error: figures={opts['figures']!r}: must be true or false", file=sys.stderr)
+        return 2
+    if not os.path.exists(os.path.join(run, "plan.json")):
+        runs = list_runs(run)
+        if runs:  # `report runs/<sweep>`: which runs there are
+            print(
+                f"runs of {run} (python -m ablate report {os.path.join(run, '<run_id>')}):\n"
+                + "\n".join(runs)
+            )
+            return 0
+        print(
+            f"error: report_path={run!r}: not a run directory (expected runs/<sweep>/<run_id> with plan.json)",
+            file=sys.stderr,
+        )
+        return 2
+    if not opts["reports_dir"]:  # next to the run's own runs/ folder, whatever the current directory
+        where = Path(run).resolve()
+        opts["reports_dir"] = str((where.parents[2] if len(where.parents) > 2 else Path.cwd()) / "reports")
+    from ablate.api import read_plan
+
+    try:
+        read_plan(run)  # a torn or hand-edited plan.json: one line, not a KeyError traceback from the report
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from ablate.report.render import write_report
+
+    out = write_report(run, opts["reports_dir"], figures=opts["figures"] == "true").resolve()
+    print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
+    return 0
+
+
+def run_report_mode(cfg) -> int:
+    """mode=report (composed config): the same report, bad input raised as a ConfigError."""
+    from ablate.report.render import write_report
+
+    if not cfg.report_path or not os.path.exists(os.path.join(cfg.report_path, "plan.json")):
+        raise ConfigError(
+            f"report_path={cfg.report_path!r}: not a run directory (expected runs/<sweep>/<run_id> with plan.json)"
+        )
+    from ablate.api import read_plan
+
+    try:
+        read_plan(cfg.report_path)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    out = write_report(cfg.report_path, cfg.reports_dir)
+    print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
+    return 0
+
+
+def list_runs(sweep_dir: str) -> list[str]:
+    """'<run_id>  <when>  <n> trials' for each run directory under runs/<sweep>, newest first."""
+    import json
+
+    rows = []
+    for plan in Path(sweep_dir).glob("*/plan.json"):
+        try:
+            n = len(json.loads(plan.read_text()).get("trials", []))
+        except (OSError, ValueError):
+            n = "?"
+        rows.append(
+            (
+                plan.stat().st_mtime,
+                f"  {plan.parent.name}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(plan.stat().st_mtime))}  {n} trials",
+            )
+        )
+    return [r for _, r in sorted(rows, reverse=True)]

@@ -1,0 +1,63 @@
+"""``python -m ablate [sweep=NAME] ...`` (the default mode): plan, refuse what cannot run, run, report."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from ablate.cli.guard import estimate_trial_seconds, refuse_absurd
+from ablate.timeline import mark
+
+
+def run_sweep(cfg, overrides: list[str]) -> int:
+    from ablate.store import run_dir
+    from ablate.sweep.plan import build_plan, describe
+    from ablate.sweep.progress import SweepProgress
+    from ablate.sweep.runner import execute
+
+    plan = build_plan(cfg, overrides)
+    mark("driver: planned")
+    if cfg.dry_run:
+        print(
+            describe(plan, cfg, estimate_trial_seconds(plan), run_dir(cfg.runs_dir, plan.sweep, plan.run_id))
+        )
+    if not cfg.force:  # a trial that cannot fit its GPU: refused with the figures, dry run or not
+        from ablate.sweep.memory import plan_sweep, refuse_if_too_big
+
+        refuse_if_too_big(plan_sweep(plan, cfg))
+        if not cfg.dry_run:
+            refuse_absurd(plan, cfg)
+    for note in plan.warnings:  # after the refusals: a refused plan gets one line
+        print(f"warning: {note}", file=sys.stderr)
+    if cfg.dry_run:
+        return 0
+    if cfg.ray.address:
+        from ablate.sweep.cluster import probe
+
+        probe(cfg.ray.address)  # a dead address: one line in seconds, before the run directory is written
+        from ablate.sweep import ray_session
+
+        ray_session.start(cfg)  # join now: a trial that fits no node is refused before anything is written
+    t0 = time.time()
+    counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
+    mark("driver: trials done")
+    run = run_dir(cfg.runs_dir, plan.sweep, plan.run_id)
+    # Imported only now (pandas, scipy, statsmodels, matplotlib: ~1.7 s on 2 cores): before Ray starts it
+    # delayed the first trial by as much.
+    from ablate.report.render import write_report
+
+    out = write_report(run, cfg.reports_dir)
+    mark("driver: report written")
+    if cfg.logger == "wandb":
+        import pandas as pd
+
+        from ablate.report.wandb_summary import log_summary
+
+        log_summary(cfg, plan.sweep, plan.run_id, pd.read_csv(out / "table.csv"), run)
+    print(
+        f"sweep {plan.sweep} run {plan.run_id}: {counts['ran']} ran, {counts['skipped']} skipped (finished before), "
+        f"{counts['failed']} failed, in {time.time() - t0:.1f} s"
+    )
+    print(f"store:  {run}")
+    print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
+    return 0 if counts["failed"] == 0 else 1

@@ -1,0 +1,63 @@
+"""``python -m ablate mode=train``: one trial of the composed config, kept in the store like a sweep's."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from ablate.config import validate_trial
+
+
+def run_train(cfg, overrides: list[str] = ()) -> int:
+    validate_trial(cfg)
+    steps = cfg.train.steps
+    t0 = time.time()
+    print(
+        f"train: seed {cfg.seed}, {steps} steps, K={cfg.algo.responses_per_prompt}, model={cfg.model.name}, task={cfg.task.name}",
+        flush=True,
+    )
+
+    def show(rec: dict) -> None:
+        if "loss" not in rec:
+            print(
+                f"step {rec['step']:>4}/{steps}  eval/positive_rate {rec.get('eval/positive_rate', float('nan')):.3f}",
+                flush=True,
+            )
+            return
+        ev = f"  eval {rec['eval/positive_rate']:.3f}" if "eval/positive_rate" in rec else ""
+        print(
+            f"step {rec['step']:>4}/{steps}  reward {rec['reward/mean']:.3f}  pos {rec['positive_rate']:.3f}  "
+            f"entropy {rec['entropy']:.3f}  loss {rec['loss']:+.4f}  gnorm {rec['grad_norm']:.2f}  "
+            f"len {rec['completion_length/mean']:.1f}  {rec['time/step'] * 1000:.0f} ms{ev}",
+            flush=True,
+        )
+
+    import json
+    import uuid
+
+    from ablate import store
+    from ablate.sweep.plan import config_hash
+    from ablate.sweep.trial import run_trial
+
+    # Kept like a sweep's trial: runs/train/<config hash>/train/seed=<n>/{config.yaml, metrics.jsonl, status.json}
+    h = config_hash(cfg)
+    run = store.run_dir(Path(cfg.runs_dir).resolve(), "train", h[:10])
+    spec = {"variant": "train", "seed": int(cfg.seed), "config_hash": h, "config_yaml": OmegaConf.to_yaml(cfg),
+            "factors": {}, "overrides": list(overrides), "sweep": "train", "run_id": run.name}  # fmt: skip
+    logger = {
+        "name": cfg.logger,
+        "project": cfg.wandb.project,
+        "entity": cfg.wandb.entity,
+        "mode": cfg.wandb.mode,
+    }
+    status = run_trial(spec, str(run), logger, uuid.uuid4().hex, show)
+    st = json.loads(store.trial_paths(run, "train", int(cfg.seed)).status.read_text())
+    print(
+        f"{status} in {time.time() - t0:.1f} s, peak RSS {st.get('peak_rss_mb', 0):.0f} MB"
+        + (f" ({st['note']})" if st.get("note") else ""),
+        flush=True,
+    )
+    print(f"store: {store.trial_paths(run, 'train', int(cfg.seed)).dir}", flush=True)
+    return 0 if status == "done" else 1

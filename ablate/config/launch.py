@@ -1,0 +1,130 @@
+"""Checks on the run as a whole (launcher, logger, seeds) and on the files a trial will read.
+
+These look at the machine the command runs on (its CPUs, a visible GPU, vLLM's platform, local paths) before
+anything is launched, so a job that could never be scheduled, or a model directory that is not there, fails
+here with one line instead of inside a Ray worker.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ablate.config.checks import _at_least, _fail, _one_of, _positive
+
+
+def validate_launch(cfg) -> None:
+    """Checks on the run as a whole (launcher, logger, seeds), beyond one trial's values."""
+    _one_of("mode", cfg.mode, ["sweep", "train", "report"])
+    _one_of("logger", cfg.logger, ["none", "wandb"])
+    _one_of("launcher.name", cfg.launcher.name, ["local", "cluster"])
+    _positive("launcher.cpus_per_trial", cfg.launcher.cpus_per_trial)
+    if cfg.mode == "sweep" and not cfg.ray.address:  # embedded Ray: a trial must fit this machine
+        cpus = cfg.launcher.num_cpus or os.cpu_count() or 1
+        if cfg.launcher.cpus_per_trial > cpus:
+            _fail(
+                "launcher.cpus_per_trial",
+                cfg.launcher.cpus_per_trial,
+                f"more than the {cpus} CPUs of the embedded Ray (launcher.num_cpus or this machine): no trial "
+                "could ever be scheduled",
+            )
+    if cfg.launcher.gpus_per_trial < 0:
+        _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial, "must be >= 0")
+    g = cfg.launcher.gpus_per_trial
+    if g > 1 and g != int(g):
+        _fail(
+            "launcher.gpus_per_trial",
+            g,
+            "more than one GPU per trial must be a whole number (one DDP rank per GPU)",
+        )
+    if 0 < g < 1 and cfg.train.world_size > 1:
+        _fail(
+            "launcher.gpus_per_trial",
+            g,
+            f"a fraction of a GPU packs single-process trials only, not train.world_size={cfg.train.world_size}",
+        )
+    if cfg.launcher.gpu_memory_gb is not None:
+        _positive("launcher.gpu_memory_gb", cfg.launcher.gpu_memory_gb)
+    if cfg.launcher.num_gpus is not None:
+        _at_least("launcher.num_gpus", cfg.launcher.num_gpus, 0)
+        if g > cfg.launcher.num_gpus:
+            _fail(
+                "launcher.gpus_per_trial",
+                g,
+                f"more than launcher.num_gpus={cfg.launcher.num_gpus}: Ray could never schedule a trial",
+            )
+    elif g > 0 and cfg.mode == "sweep" and not cfg.ray.address:  # embedded Ray would wait forever for it
+        import torch
+
+        if not torch.cuda.is_available():
+            _fail(
+                "launcher.gpus_per_trial",
+                g,
+                "no CUDA GPU is visible here, so embedded Ray could never schedule a trial; use 0 on CPU, "
+                "ray.address=auto to join a cluster, or declare GPUs with launcher.num_gpus=N (packing tests)",
+            )
+    if cfg.rollout.backend == "vllm" and not cfg.ray.address:  # local run: check here, not inside a worker
+        from ablate.trainer.rollout.vllm import platform_problem  # a CUDA GPU, or vLLM's CPU build
+
+        problem = platform_problem()
+        if problem is not None:
+            _fail("rollout.backend", "vllm", problem)
+    _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
+    _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)
+    _at_least("seed", cfg.seed, 0)
+
+
+def _looks_local(name: str) -> bool:
+    """A path, not a hub id: absolute, relative with ./ or ../, ~, or a name that exists here."""
+    return name.startswith(("/", "./", "../", "~")) or os.path.exists(os.path.expanduser(name))
+
+
+def _check_model_and_paths(cfg) -> None:
+    """model=hf needs a name; local model directories and task files must exist (hub names are not
+    checked: no network here, and a cluster node may have its own cache)."""
+    name = cfg.model.name
+    if not name:
+        _fail(
+            "model.name", name, "model=hf needs a hub id or a local model directory: model.name=<id or dir>"
+        )
+    if name != "tiny" and _looks_local(name):
+        path = os.path.expanduser(name)
+        if not os.path.isdir(path) or not os.path.exists(os.path.join(path, "config.json")):
+            _fail("model.name", name, "no model directory there (a local model needs its config.json)")
+    t = cfg.task
+    if (
+        t.name != "reverse"
+        and t.path
+        and _looks_local(t.path)
+        and not os.path.exists(os.path.expanduser(t.path))
+    ):
+        _fail(
+            "task.path",
+            t.path,
+            "no such file or directory (give a local json/jsonl/parquet file or folder, or a hub name)",
+        )
+
+
+def parse_seeds(value: Any) -> list[int]:
+    """``seeds=N`` -> [0..N-1]; ``seeds=[3,7]`` -> [3, 7]. Rejects N < 1, negatives and duplicates."""
+    if isinstance(value, bool):
+        _fail("seeds", value, "must be a positive integer N (seeds 0..N-1) or a list of seeds like [3,7]")
+    if isinstance(value, int):
+        if value < 1:
+            _fail("seeds", value, "must be >= 1 (N runs seeds 0..N-1), or a list like [3,7]")
+        return list(range(value))
+    try:
+        seeds = list(value)
+    except TypeError:
+        seeds = None
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        _fail(
+            "seeds",
+            value,
+            "must be a positive integer N (seeds 0..N-1) or a non-empty list of integers like [3,7]",
+        )
+    if any(s < 0 for s in seeds):
+        _fail("seeds", list(value), "seeds must be integers >= 0")
+    if len(set(seeds)) != len(seeds):
+        _fail("seeds", list(value), "seeds must not repeat")
+    return seeds

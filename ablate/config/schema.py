@@ -1,0 +1,271 @@
+"""The structured-config schema: one dataclass per group, the whole tree as ``Config``.
+
+Hydra type-checks every composed config against these dataclasses (a typo'd key or a string where a number
+belongs fails at compose time), and hot loops read the ``Config`` object that ``as_object`` builds instead of
+OmegaConf nodes. Only keys and types live here; the checks on values are in the sibling modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+
+
+class ConfigError(ValueError):
+    """A bad config value: the message names the key, the value and what is allowed."""
+
+
+@dataclass
+class ModelConfig:
+    name: str = "tiny"  # "tiny" = embedded Llama-style model; otherwise an HF hub id or a local path
+    hidden_size: int = 64  # tiny model only
+    intermediate_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    max_positions: int = 64
+    attn_implementation: str = "eager"  # eager beats sdpa for a 64-wide model on CPU
+    dtype: str = "bfloat16"  # HF models on GPU; CPU always computes in float32
+    gradient_checkpointing: bool = False  # trades compute for memory on large models; never worth it on CPU
+    chat_template: bool = True  # wrap prompts with the tokenizer's chat template where it has one
+    # Declared shape of a hub model, for the memory planner only (ablate/sweep/memory.py; a local model
+    # directory's config.json is read instead). 0 = unknown: no memory plan, no check.
+    params_b: float = 0.0  # parameters, in billions
+    layers: int = 0
+    hidden: int = 0
+    heads: int = 0  # attention (query) heads
+    kv_heads: int = 0  # key/value heads (GQA); 0 = heads
+    vocab: int = 0
+
+
+@dataclass
+class TaskConfig:
+    name: str = "reverse"  # reverse (embedded, synthetic) | gsm8k | math
+    verifier: str = "exact"  # rule verifier: exact | math
+    reward_scale: float = 1.0  # multiplies the whole reward (a scale GRPO's std division should cancel)
+    format_weight: float = 0.0  # bonus for a well-formed answer, on top of correctness
+    process_weight: float = (
+        0.0  # mix of per-position partial credit with the outcome reward (0 = outcome only)
+    )
+    # embedded reverse task
+    alphabet: str = "abcdefgh"
+    min_len: int = 1
+    max_len: int = 6
+    n_train: int = 2000
+    n_eval: int = 128  # held-out prompts for eval/positive_rate (x eval_samples: 512 samples, SE ~0.02)
+    data_seed: int = 1234  # fixes the dataset; trial seeds only change order and sampling
+    teacher_noise_per_char: float = 0.18  # warm-start teacher error rate per answer character ...
+    teacher_noise_max: float = 0.9  # ... capped here: long strings start rarely solved
+    # real datasets (task=gsm8k / task=math)
+    path: str = ""  # hub name or local file (json/jsonl/parquet)
+    train_split: str = "train"
+    eval_split: str = "test"
+    question_key: str = "question"
+    answer_key: str = "answer"
+    prompt_template: str = "{question}\nPut the final answer in \\boxed{{}}."
+    max_eval: int = 128
+    max_prompt_length: int = 0  # prompts longer than this many tokens are dropped (0 = keep all)
+
+
+@dataclass
+class RolloutConfig:
+    backend: str = "hf"  # hf | vllm
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_response_length: int = 10
+    eval_temperature: float = 1.0  # sampled pass@1: greedy would hide how sharp the policy is
+    eval_samples: int = 4  # samples per eval prompt
+    # vllm only
+    gpu_memory_utilization: float = 0.3
+    enable_sleep_mode: bool = True
+    tensor_parallel_size: int = 1
+
+
+@dataclass
+class KLConfig:
+    mode: str = "none"  # none (no reference model loaded) | in_reward | in_loss
+    estimator: str = "k3"  # k1 | k2 | k3
+    coef: float = 0.0
+
+
+@dataclass
+class EntropyConfig:
+    coef: float = 0.0  # entropy bonus weight
+    final_ratio: float = 1.0  # coef is annealed linearly to coef * final_ratio ...
+    anneal_fraction: float = 0.0  # ... over this final fraction of steps
+
+
+@dataclass
+class ClipConfig:
+    epsilon: float = 0.2  # ratio_clip_epsilon: lower bound 1 - epsilon
+    epsilon_high: float | None = None  # upper bound 1 + epsilon_high (clip-higher); None = symmetric
+
+
+@dataclass
+class DynamicSamplingConfig:
+    mode: str = "off"  # off | drop_zero_std | hard_replay
+    max_refill_rounds: int = 3  # extra sampling rounds to refill the batch after dropping groups
+    replay_weight: float = 3.0  # hard_replay: draw weight of prompts with no positive sample
+    max_gen_batches: int = 10  # dapo: at most this many draws of prompts_per_step prompts to fill one batch
+
+
+@dataclass
+class AlgoConfig:
+    responses_per_prompt: int = 8  # K, the group size
+    adv_norm: str = "group"
+    adv_std: bool = True  # divide by the std (False = Dr. GRPO's mean-only baseline)
+    adv_eps: float = 1e-6  # added to the std (verl's value; TRL uses 1e-4)
+    reward_normalize: bool = False  # divide rewards by their running std
+    reward_bias_correct: bool = False  # subtract the running reward mean
+    loss_agg: str = "token-mean"  # length normalization
+    token_mask: str = "none"
+    update_epochs: int = 2  # mu: passes over each rollout batch
+    off_policy_reuse: bool = False  # also train on the previous rollout batch, importance-weighted
+    kl: KLConfig = field(default_factory=KLConfig)
+    entropy: EntropyConfig = field(default_factory=EntropyConfig)
+    clip: ClipConfig = field(default_factory=ClipConfig)
+    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
+
+
+@dataclass
+class OptimConfig:
+    name: str = "adamw"
+    lr: float = 3e-4  # the decisive knob: 2e-3 collapses the tiny policy, 3e-4 learns steadily
+    beta1: float = 0.9
+    beta2: float = 0.99
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0  # max grad norm; 0 disables
+    schedule: str = "constant"
+    warmup_ratio: float = 0.0
+    min_lr_ratio: float = 0.1
+    decay_ratio: float = 0.2  # warmup_constant_then_decay: final fraction of steps that decays
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 60
+    prompts_per_step: int = 8
+    micro_batch_size: int = 0  # per_device_train_batch_size: rows per forward/backward (0 = the whole batch)
+    grad_accum: int = 1  # gradient_accumulation_steps: micro-batches per optimizer step (exact: the loss
+    # normalizers are the optimizer step's). With micro_batch_size > 0 an epoch takes
+    # ceil(rows / (micro_batch_size * grad_accum)) optimizer steps; with 0, one step split grad_accum ways.
+    eval_every: int = 10
+    device: str = "auto"  # auto | cpu | cuda
+    threads: int = 1  # torch threads (split over ranks); 0 leaves torch's default
+    world_size: int = 1  # data-parallel ranks in one trial (one per GPU; gloo processes on CPU)
+    parallel: str = "ddp"  # ddp: full copy per rank | fsdp: FSDP2 shards params, grads, AdamW state
+    fault_step: int = -1  # test hook: raise at this step (-1 = never)
+    fault_seed: int = -1  # ... only for this seed (-1 = any)
+
+
+@dataclass
+class WarmstartConfig:
+    enabled: bool = True  # SFT on the task's teacher targets before RL (tiny model only)
+    steps: int = 600  # ~6 s once per seed, then cached
+    batch_size: int = 64
+    lr: float = 3e-3
+    cache_dir: str = "${oc.env:ABLATE_CACHE,.cache/ablate}"
+
+
+@dataclass
+class LauncherConfig:
+    name: str = "local"  # local: embedded Ray sized to this machine | cluster: join ray.address
+    num_cpus: int | None = None  # embedded Ray size (None = all cores)
+    num_gpus: int | None = None
+    cpus_per_trial: float = 1.0  # also the trial's torch threads (rounded up)
+    gpus_per_trial: float = 0.0  # fractions share a GPU
+    max_failures: int = 1  # retries of a trial that raised, before it is recorded failed
+    max_concurrent: int = 0  # 0 = as many as resources allow
+    # GiB of one GPU, for the memory planner's check (None: the visible GPU's, via torch.cuda; none = no check)
+    gpu_memory_gb: float | None = None
+
+
+@dataclass
+class RayConfig:
+    address: str | None = None  # None = start an embedded local Ray; "auto" = join a running cluster
+
+
+@dataclass
+class WandbConfig:
+    project: str = "ablate"
+    entity: str | None = None
+    mode: str | None = None  # online | offline | disabled (default: W&B's own, e.g. WANDB_MODE)
+
+
+@dataclass
+class StatsConfig:
+    alpha: float = 0.05
+    correction: str = "holm"  # holm | bonferroni | bh | none (one level per row: ablate.stats.tests)
+    primary_test: str = "auto"  # auto (= paired_t) | paired_t | wilcoxon | welch; each with its own interval
+    final_fraction: float = 0.3  # final score = mean of the metric over this last fraction of evals
+    n_boot: int = 2000  # bootstrap resamples of the learning-curve bands
+    power: float = 0.8  # for the MDE and the seeds an inconclusive row needs
+    # Smallest effect size of interest, in the metric's units: a row whose interval lies inside +-sesoi is
+    # "equivalent". None: equivalence is not tested (every non-significant row stays inconclusive).
+    sesoi: float | None = None
+    # seeds=auto: min_seeds first, then rounds of round_size for the rows still inconclusive, up to max_seeds
+    min_seeds: int = 5
+    max_seeds: int = 20
+    round_size: int = 5
+    spending: str = "obf"  # alpha-spending over the looks: obf (O'Brien-Fleming-like) | pocock
+
+
+@dataclass
+class SweepConfig:
+    name: str = ""
+    description: str = ""
+    baseline: str = "baseline"  # name of the reference variant
+    # what the baseline is, on top of conf/config.yaml
+    baseline_overrides: list[str] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)  # applied to every trial (e.g. budget)
+    variants: dict[str, list[str]] = field(default_factory=dict)  # one-factor-at-a-time: name -> overrides
+    # factorial: axis -> level -> overrides
+    axes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # (with axes, `variants` adds named extra comparisons against the baseline cell; ANOVA uses the grid only)
+    metric: str = "eval/positive_rate"
+    higher_is_better: bool = True
+    stats: StatsConfig = field(default_factory=StatsConfig)
+
+
+@dataclass
+class Config:
+    mode: str = "sweep"  # sweep | train | report
+    seed: int = 0  # mode=train
+    seeds: Any = 1  # sweep: N runs seeds 0..N-1, or an explicit list [3, 7]
+    dry_run: bool = False  # print the trial plan and exit
+    force: bool = False  # run a plan whose estimated cost is beyond reason (refused otherwise)
+    run_id: str | None = None  # default: stable hash of the sweep and its configs
+    fresh: bool = False  # start a new run_id instead of resuming
+    runs_dir: str = "runs"
+    reports_dir: str = "reports"
+    report_path: str | None = None  # mode=report: runs/<sweep>/<run_id>
+    logger: str = "none"  # none | wandb
+    progress: bool = True
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    warmstart: WarmstartConfig = field(default_factory=WarmstartConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    sweep: SweepConfig | None = None
+
+
+def as_object(cfg) -> Config:
+    """DictConfig (structured or plain, e.g. read back from a trial's config.yaml) -> a validated Config
+    dataclass. Hot loops read this: plain attribute access is ~50x cheaper than OmegaConf's."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(cfg, Config):
+        return cfg
+    if isinstance(cfg, DictConfig) and OmegaConf.get_type(cfg) is Config:
+        return OmegaConf.to_object(cfg)
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))
+
+
+def register_schemas() -> None:
+    ConfigStore.instance().store(name="base_config", node=Config)

@@ -1,0 +1,183 @@
+"""Every value a trial depends on, checked before anything is launched: one small check per config section.
+
+``validate_trial`` is the one place that says what a trial accepts; each section's check is a list of
+one-liners from ``checks``. Allowed option names come from the technique registries (``ablate.trainer.options``),
+imported inside the check: the trainer imports this package, and importing a config must not load torch.
+"""
+
+from __future__ import annotations
+
+from ablate.config.checks import _at_least, _fail, _fraction, _one_of, _positive
+from ablate.config.launch import _check_model_and_paths
+
+
+def check_choices(cfg) -> None:
+    """Option names first: the checks below branch on them (adv_norm, kl.mode, task.name, rollout.backend)."""
+    from ablate.trainer.options import REGISTRIES, value_at
+
+    for registry in REGISTRIES:
+        _one_of(registry.key, value_at(cfg, registry.key), registry.names())
+    _one_of("optim.name", cfg.optim.name, ["adamw"])
+    _one_of("train.device", cfg.train.device, ["auto", "cpu", "cuda"])
+    _one_of("model.dtype", cfg.model.dtype, ["float32", "bfloat16", "float16"])
+
+
+def check_algo(cfg) -> None:
+    a = cfg.algo
+    _at_least("algo.responses_per_prompt", a.responses_per_prompt, 1)
+    if a.responses_per_prompt < 2 and a.adv_norm in ("group", "group_mean_batch_std"):
+        _fail(
+            "algo.responses_per_prompt",
+            a.responses_per_prompt,
+            f"must be >= 2 with algo.adv_norm={a.adv_norm} (a group of one has no baseline)",
+        )
+    if a.responses_per_prompt < 2 and a.dynamic_sampling.mode == "drop_zero_std":
+        _fail(
+            "algo.responses_per_prompt",
+            a.responses_per_prompt,
+            "must be >= 2 with dynamic sampling drop_zero_std (a group of one always has std 0)",
+        )
+    _at_least("algo.update_epochs", a.update_epochs, 1)
+    _at_least("algo.dynamic_sampling.max_refill_rounds", a.dynamic_sampling.max_refill_rounds, 0)
+    _positive("algo.dynamic_sampling.replay_weight", a.dynamic_sampling.replay_weight)
+    _at_least("algo.dynamic_sampling.max_gen_batches", a.dynamic_sampling.max_gen_batches, 1)
+    _positive("algo.adv_eps", a.adv_eps)
+    _positive("algo.clip.epsilon", a.clip.epsilon)
+    if a.clip.epsilon >= 1:
+        _fail("algo.clip.epsilon", a.clip.epsilon, "must be in (0, 1): the lower bound is 1 - epsilon")
+    if a.clip.epsilon_high is not None:
+        _positive("algo.clip.epsilon_high", a.clip.epsilon_high)
+    if a.kl.coef < 0:
+        _fail("algo.kl.coef", a.kl.coef, "must be >= 0")
+    if a.kl.mode != "none" and a.kl.coef == 0:
+        _fail(
+            "algo.kl.coef",
+            a.kl.coef,
+            f"must be > 0 with algo.kl.mode={a.kl.mode} (use kl=none to switch KL off)",
+        )
+    if a.entropy.coef < 0:
+        _fail("algo.entropy.coef", a.entropy.coef, "must be >= 0")
+    _fraction("algo.entropy.final_ratio", a.entropy.final_ratio)
+    _fraction("algo.entropy.anneal_fraction", a.entropy.anneal_fraction)
+
+
+def check_optim(cfg) -> None:
+    o = cfg.optim
+    _positive("optim.lr", o.lr)
+    if o.weight_decay < 0:
+        _fail("optim.weight_decay", o.weight_decay, "must be >= 0")
+    if o.grad_clip < 0:
+        _fail("optim.grad_clip", o.grad_clip, "must be >= 0 (0 disables clipping)")
+    _fraction("optim.warmup_ratio", o.warmup_ratio)
+    _fraction("optim.min_lr_ratio", o.min_lr_ratio)
+    _fraction("optim.decay_ratio", o.decay_ratio)
+    _fraction("optim.beta1", o.beta1)
+    _fraction("optim.beta2", o.beta2)
+
+
+def check_rollout(cfg) -> None:
+    r = cfg.rollout
+    _positive("rollout.temperature", r.temperature)
+    _positive("rollout.eval_temperature", r.eval_temperature)
+    if not 0 < r.top_p <= 1:
+        _fail("rollout.top_p", r.top_p, "must be in (0, 1]")
+    _at_least("rollout.max_response_length", r.max_response_length, 1)
+    _at_least("rollout.eval_samples", r.eval_samples, 1)
+    _fraction("rollout.gpu_memory_utilization", r.gpu_memory_utilization)
+
+
+def check_train(cfg) -> None:
+    """The batch and its split over ranks, which constrain dynamic sampling, vLLM and K."""
+    a, r, tr = cfg.algo, cfg.rollout, cfg.train
+    _at_least("train.steps", tr.steps, 1)
+    _at_least("train.prompts_per_step", tr.prompts_per_step, 1)
+    _at_least("train.micro_batch_size", tr.micro_batch_size, 0)
+    _at_least("train.grad_accum", tr.grad_accum, 1)
+    _at_least("train.eval_every", tr.eval_every, 0)
+    _at_least("train.threads", tr.threads, 0)
+    _at_least("train.world_size", tr.world_size, 1)
+    _one_of("train.parallel", tr.parallel, ["ddp", "fsdp"])
+    if tr.world_size > 1:
+        if tr.prompts_per_step % tr.world_size:
+            _fail(
+                "train.prompts_per_step",
+                tr.prompts_per_step,
+                f"must be divisible by train.world_size={tr.world_size}",
+            )
+        if r.backend == "vllm" and r.tensor_parallel_size != 1:
+            _fail(
+                "rollout.tensor_parallel_size",
+                r.tensor_parallel_size,
+                f"must be 1 with train.world_size={tr.world_size} (one vLLM engine per rank)",
+            )
+    if tr.micro_batch_size == 0 and tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
+        _fail(
+            "train.grad_accum",
+            tr.grad_accum,
+            "must not exceed the rollout batch (prompts_per_step x K) when train.micro_batch_size=0",
+        )
+
+
+def check_task(cfg) -> None:
+    """The reward, and the embedded task's data, which must fit the rollout's response length."""
+    t, r = cfg.task, cfg.rollout
+    _positive("task.reward_scale", t.reward_scale)
+    _fraction("task.process_weight", t.process_weight)
+    if t.format_weight < 0:
+        _fail("task.format_weight", t.format_weight, "must be >= 0")
+    if t.name == "reverse":
+        _at_least("task.min_len", t.min_len, 1)
+        if t.max_len < t.min_len:
+            _fail("task.max_len", t.max_len, f"must be >= task.min_len={t.min_len}")
+        _at_least("task.n_train", t.n_train, 1)
+        _at_least("task.n_eval", t.n_eval, 1)
+        if len(set(t.alphabet)) < 2 or set(t.alphabet) & set("=<>"):
+            _fail("task.alphabet", t.alphabet, "needs at least 2 distinct characters, none of '=', '<', '>'")
+        room = sum(len(set(t.alphabet)) ** n // 2 for n in range(t.min_len, t.max_len + 1))
+        if t.n_eval > room:
+            _fail(
+                "task.n_eval",
+                t.n_eval,
+                f"at most {room} held-out strings fit (half of each length's strings)",
+            )
+        _fraction("task.teacher_noise_per_char", t.teacher_noise_per_char)
+        _fraction("task.teacher_noise_max", t.teacher_noise_max)
+        if r.max_response_length < t.max_len + 3:
+            _fail(
+                "rollout.max_response_length",
+                r.max_response_length,
+                f"must be >= task.max_len + 3 = {t.max_len + 3} (answer, two format tokens, EOS)",
+            )
+    elif not t.path:
+        _fail("task.path", t.path, f"task.name={t.name} needs a hub dataset name or a local file")
+
+
+def check_model(cfg) -> None:
+    m = cfg.model
+    if m.name == "tiny" and m.hidden_size % m.num_heads:
+        _fail("model.hidden_size", m.hidden_size, f"must be divisible by model.num_heads={m.num_heads}")
+
+
+def check_warmstart(cfg) -> None:
+    _at_least("warmstart.steps", cfg.warmstart.steps, 0)
+    _positive("warmstart.lr", cfg.warmstart.lr)
+
+
+# A config with several mistakes reports the first one in this order, so the same line every time.
+TRIAL_CHECKS = (
+    check_choices,
+    check_algo,
+    check_optim,
+    check_rollout,
+    check_train,
+    check_task,
+    _check_model_and_paths,
+    check_model,
+    check_warmstart,
+)
+
+
+def validate_trial(cfg) -> None:
+    """Check every value a trial depends on. Raises ConfigError naming key, value and what is allowed."""
+    for check in TRIAL_CHECKS:
+        check(cfg)

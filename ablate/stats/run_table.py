@@ -1,0 +1,58 @@
+"""A run's ablation table, computed from the store: the one function the report, the Python API and the
+seeds=auto loop of the runner all read a run's verdicts through, so the three cannot disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ablate import store
+from ablate.config import StatsConfig
+from ablate.stats.summary import token_curves, trial_summaries
+from ablate.stats.tables import ablation_table
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """What the table of a run is made from, and the table."""
+
+    plan: dict  # plan.json, checked (store.PlanRecord)
+    spec: dict  # plan["spec"]: the sweep as it was run
+    stats: StatsConfig  # the sweep's statistics settings
+    metrics: pd.DataFrame  # store.load_run: one row per (variant, seed, record)
+    trials: pd.DataFrame  # the trial records of the plan's variants
+    summaries: pd.DataFrame  # one row per trial: status, score, cost
+    table: pd.DataFrame  # ablation_table: one row per variant vs the baseline
+
+
+def table_for_run(run: str | Path) -> RunTable:
+    """Read runs/<sweep>/<run_id> and compute its ablation table (no files written)."""
+    run = Path(run)
+    plan = store.PlanRecord.read(run).as_dict()
+    spec = plan["spec"]
+    stats = StatsConfig(**spec.get("stats", {}))
+    metrics, trials = store.load_run(run)
+    known = set(plan["variants"])
+    if len(trials):
+        trials = trials[trials.variant.isin(known)]
+    summ = trial_summaries(metrics, trials, spec["metric"], stats.final_fraction)
+    for col in ("cpu_seconds", "gpu_seconds"):  # cost the summaries may not carry: from the trial records
+        if col not in summ and len(summ) and col in trials:
+            summ = summ.merge(trials[["variant", "seed", col]], on=["variant", "seed"], how="left")
+    if summ.empty:
+        summ = pd.DataFrame(
+            columns=["variant", "seed", "status", "diverged", "final", "seconds", "peak_rss_mb", "tokens"]
+        )
+    table = ablation_table(
+        summ,
+        plan["variants"],
+        plan["baseline"],
+        stats,
+        spec.get("higher_is_better", True),
+        expected_seeds=plan["seeds"],
+        curves=token_curves(metrics, spec["metric"]),
+        sequential=plan.get("sequential"),
+    )
+    return RunTable(plan, spec, stats, metrics, trials, summ, table)

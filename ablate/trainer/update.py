@@ -1,0 +1,139 @@
+"""The mu-epoch policy update: rows into optimizer steps and micro-batches, the per-token loss, the step.
+
+The loss normalizers (rows, tokens) are the optimizer step's, summed over ranks, and each rank's loss is scaled
+by the world size, so micro-batching, gradient accumulation and data parallelism all give the gradient of the
+whole batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ablate.trainer.collectives import all_sum
+from ablate.trainer.losses import KL_ESTIMATORS, aggregate_loss, clipped_surrogate, masked_mean
+from ablate.trainer.policy import sequence_logprobs
+from ablate.trainer.rollout import RolloutBatch
+
+# what update() returns: per optimizer step (loss, grad_norm) or per row (the rest), averaged over the steps
+UPDATE_METRICS = ("loss", "grad_norm", "clip_ratio/low", "clip_ratio/high", "entropy", "approx_kl")
+
+
+@dataclass
+class Batch:
+    """A scored rollout batch, ready for updates: everything the loss needs, per completion row."""
+
+    rollout: RolloutBatch
+    advantages: torch.Tensor  # (N,)
+    loss_mask: torch.Tensor  # (N, T)
+    old_logp: torch.Tensor | None  # (N, T) behaviour logprobs (None: on-policy single pass, ratio = 1)
+    ref_logp: torch.Tensor | None  # (N, T)
+
+
+def logprobs(model, rb: RolloutBatch, temperature: float, rows=None, with_entropy=False):
+    """Per-token logprobs (N, T) of ``rb``'s completions (``rows`` of them) and, if asked, the entropy."""
+    sel = rb if rows is None else rb.select(rows)
+    return sequence_logprobs(
+        model,
+        sel.prompt_ids,
+        sel.prompt_mask,
+        sel.completion_ids,
+        sel.completion_mask,
+        temperature,
+        with_entropy,
+    )
+
+
+def opt_steps_per_epoch(rows: int, train_cfg) -> int:
+    t = train_cfg
+    return 1 if t.micro_batch_size == 0 else math.ceil(rows / (t.micro_batch_size * t.grad_accum))
+
+
+def several_passes(cfg, rows: int) -> bool:
+    """Whether the update sees these rows under more than one policy (epochs, optimizer steps, reuse)."""
+    a = cfg.algo
+    return a.update_epochs > 1 or opt_steps_per_epoch(rows, cfg.train) > 1 or a.off_policy_reuse
+
+
+def minibatches(n: int, train_cfg, gen: torch.Generator) -> list[list[torch.Tensor]]:
+    """Row indices -> optimizer steps -> micro-batches (shuffled when an epoch has several optimizer steps)."""
+    t = train_cfg
+    steps = opt_steps_per_epoch(n, t)
+    order = torch.randperm(n, generator=gen) if steps > 1 else torch.arange(n)
+    if t.micro_batch_size == 0:
+        return [list(order.chunk(t.grad_accum))]
+    per_step = t.micro_batch_size * t.grad_accum
+    return [list(order[i : i + per_step].split(t.micro_batch_size)) for i in range(0, n, per_step)]
+
+
+class PolicyUpdate:
+    """Runs the update of one trainer: its config, policy (``train_model`` is what the forward runs, DDP-wrapped
+    on several ranks), optimizer, row-order generator, and the rollout backend the new weights go to."""
+
+    def __init__(self, cfg, model, train_model, opt, gen: torch.Generator, world: int, backend):
+        self.cfg, self.model, self.train_model, self.opt = cfg, model, train_model, opt
+        self.gen, self.world, self.backend = gen, world, backend
+
+    def __call__(self, batches: list[Batch], ent_coef: float, kl_place) -> dict:
+        """mu epochs over the batch(es): optimizer steps of ``micro_batch_size x grad_accum`` rows each."""
+        algo = self.cfg.algo
+        kl_fn = KL_ESTIMATORS[algo.kl.estimator] if kl_place.in_loss else None
+        sums = dict.fromkeys(UPDATE_METRICS, 0.0)
+        n_opt = 0
+        self.model.train()
+        for _epoch in range(algo.update_epochs):
+            for b in batches:
+                for micros in minibatches(b.advantages.shape[0], self.cfg.train, self.gen):
+                    step_loss, gn = self._accumulate(b, micros, ent_coef, kl_fn, sums)
+                    sums["loss"] += step_loss
+                    sums["grad_norm"] += gn
+                    n_opt += 1
+                    if not (math.isfinite(step_loss) and math.isfinite(gn)):  # never step on a NaN gradient
+                        return {k: v / n_opt for k, v in sums.items()} | {"loss": step_loss, "grad_norm": gn}
+                    self.opt.step()
+        self.backend.sync_weights(self.model)
+        return {k: v / max(n_opt, 1) for k, v in sums.items()}
+
+    def _accumulate(self, b: Batch, micros: list[torch.Tensor], ent_coef: float, kl_fn, sums: dict):
+        """One optimizer step's gradient, micro-batch by micro-batch -> (its loss, clipped grad norm)."""
+        self.opt.zero_grad(set_to_none=True)
+        mb = torch.cat(micros)
+        ns, nt = all_sum([float(len(mb)), float(b.loss_mask[mb].sum())])  # global normalizers
+        step_loss = 0.0
+        for micro in micros:
+            step_loss += self._micro_backward(b, micro, ns, nt, ent_coef, kl_fn, sums)
+        clip = self.cfg.optim.grad_clip if self.cfg.optim.grad_clip > 0 else float("inf")
+        gn = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        return step_loss, gn
+
+    def _micro_backward(self, b: Batch, micro, ns: float, nt: float, ent_coef: float, kl_fn, sums) -> float:
+        """Loss of one micro-batch, backpropagated; its row-weighted metrics are added to ``sums``."""
+        algo = self.cfg.algo
+        eps_low = algo.clip.epsilon
+        eps_high = algo.clip.epsilon_high if algo.clip.epsilon_high is not None else eps_low
+        logp, ent = logprobs(
+            self.train_model,
+            b.rollout,
+            self.cfg.rollout.temperature,
+            micro,
+            with_entropy="grad" if ent_coef else True,
+        )
+        old = b.old_logp[micro] if b.old_logp is not None else logp.detach()
+        pg, low, high = clipped_surrogate(logp, old, b.advantages[micro], eps_low, eps_high)
+        per_tok = pg
+        if kl_fn is not None:
+            per_tok = per_tok + algo.kl.coef * kl_fn(logp, b.ref_logp[micro])
+        if ent_coef:
+            per_tok = per_tok - ent_coef * ent
+        m = b.loss_mask[micro]
+        loss = aggregate_loss(per_tok, m, algo.loss_agg, self.cfg.rollout.max_response_length, ns, nt)
+        (loss * self.world).backward()  # DDP/FSDP average gradients over ranks; undo the 1/W
+        cm = b.rollout.completion_mask[micro]
+        w = len(micro) / ns
+        sums["clip_ratio/low"] += w * float(masked_mean(low.float(), cm))
+        sums["clip_ratio/high"] += w * float(masked_mean(high.float(), cm))
+        sums["entropy"] += w * float(masked_mean(ent.detach(), cm))
+        sums["approx_kl"] += w * float(masked_mean(old - logp.detach(), cm))
+        return float(loss.detach())
