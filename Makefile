@@ -40,7 +40,7 @@ run: install  ## the main job on the embedded default
 	$(PY) -m ablate sweep=technique_matrix seeds=5
 
 test: dev  ## the whole suite (CI runs this)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 test-fast: dev  ## unit tests only
 	$(PY) -m pytest -q -m "not slow"
