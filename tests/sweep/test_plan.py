@@ -27,17 +27,20 @@ def test_cli_overrides_reach_every_trial_but_variants_win():
 
 
 def test_data_parallel_limits_are_checked_at_planning():
-    """The launcher makes trials data-parallel after each variant is validated: what that rules out
-    (dynamic sampling, the vLLM rollout) is checked on the trial as it will run."""
+    """The launcher makes trials data-parallel after each variant is validated: what that rules out (a batch
+    the ranks cannot split evenly) is checked on the trial as it will run; dynamic sampling is allowed."""
     import pytest
 
     from ablate.config import ConfigError
 
-    with pytest.raises(ConfigError, match="variant 'dynamic_sampling' with launcher.gpus_per_trial=2"):
-        _plan("launcher.gpus_per_trial=2")
+    msg = "variant 'baseline' with launcher.gpus_per_trial=3: train.prompts_per_step=8: must be divisible"
+    with pytest.raises(ConfigError, match=msg):
+        _plan("launcher.gpus_per_trial=3")
     assert any(
-        "cannot run as planned" in w for w in _plan("launcher.gpus_per_trial=2", "dry_run=true").warnings
+        "cannot run as planned" in w for w in _plan("launcher.gpus_per_trial=3", "dry_run=true").warnings
     )
+    plan = _plan("launcher.gpus_per_trial=2")  # 8 prompts split over 2 ranks; dynamic_sampling included
+    assert "dynamic_sampling" in {t.variant for t in plan.trials} and not plan.warnings
 
 
 def test_same_seed_same_hash_only_for_same_config():

@@ -2,8 +2,7 @@
 group), weights synced from the FSDP-sharded policy one parameter at a time.
 
 What must hold: after each update every rank's engine samples with the new weights (sampling logprobs equal the
-trainer's recomputed ones, on each rank, before and after updates), and a 2-rank FSDP trial with the vLLM
-rollout runs through the real CLI.
+trainer's recomputed ones, on each rank, before and after updates), and the engines shut down cleanly.
 """
 
 import pytest
@@ -13,7 +12,6 @@ pytest.importorskip("vllm", reason="needs vLLM (make test-vllm: its CPU build in
 
 from ablate.compose import compose  # noqa: E402
 from ablate.trainer.distributed import train_data_parallel  # noqa: E402
-from tests.helpers import cli  # noqa: E402
 from tests.vllm.conftest import vllm_overrides  # noqa: E402
 
 RANKS = 2
@@ -39,6 +37,7 @@ def _gaps_per_rank(cfg, seed, report=None) -> list[list[float]]:
         gaps.append(float((logp[m] - rb.sample_logprobs[m]).abs().max()))
     out = [None] * t.world
     dist.all_gather_object(out, gaps)
+    t.backend.close()  # as a trial ends: its teardown ends the process group, which the rank then leaves
     return out
 
 
@@ -55,12 +54,3 @@ def test_every_rank_samples_with_the_synced_sharded_weights(model_dir):
     assert len(gaps) == RANKS
     for rank, per_step in enumerate(gaps):
         assert max(per_step) < 1e-4, f"rank {rank}: {per_step}"
-
-
-@pytest.mark.slow
-def test_fsdp_trial_with_vllm_rollout_through_the_cli(model_dir, tmp_path):
-    args = ["mode=train", *vllm_overrides(model_dir), "train.steps=2", "train.eval_every=1", "task.max_eval=4",
-            "k=2", f"train.world_size={RANKS}", "train.parallel=fsdp", "train.device=cpu"]  # fmt: skip
-    proc = cli(args, cwd=tmp_path, timeout=400)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "step    1/2  reward" in proc.stdout and "done in" in proc.stdout
