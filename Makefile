@@ -6,9 +6,6 @@ PIP    := $(PY) -m pip
 export RAY_USAGE_STATS_ENABLED ?= 0
 export RAY_AUTH_MODE ?= disabled
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
-# no byte-compiling of every installed file (torch, transformers and vLLM ship thousands never imported here):
-# Python compiles what is imported, once, on first use
-export PIP_COMPILE = 0
 
 # Re-install when the project's dependency list changes.
 STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
