@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from ablate.registry import Registry
+from ablate.trainer.collectives import all_gather_cat
 from ablate.trainer.rollout.batch import RolloutBatch
 
 DYNAMIC_SAMPLING = Registry("dynamic sampling mode", "algo.dynamic_sampling.mode")
@@ -112,10 +113,6 @@ class _Ranks:
 
     def gather(self, value: torch.Tensor) -> list[torch.Tensor]:
         """Every rank's equal-shaped ``value``, in rank order."""
-        if self.world == 1:
-            return [value]
-        from ablate.trainer.collectives import all_gather_cat
-
         return list(all_gather_cat(value).chunk(self.world))
 
     def most(self, n: int) -> int:
@@ -130,7 +127,7 @@ def _draw_groups(draw: Draw, sampler: PromptSampler, idx: list[int], K: int, ran
     rb, r, c = draw(ranks.slice(idx))
     positive = c.view(-1, K).amax(1).bool()
     for rk, flags in enumerate(ranks.gather(positive)):
-        sampler.record(_Ranks(rk, ranks.world).slice(idx), flags.tolist())
+        sampler.record(idx[rk :: ranks.world], flags.tolist())
     return rb, r, c, (r.view(-1, K).std(1, correction=0) == 0).float()
 
 
@@ -161,19 +158,16 @@ def _refill(draw, sampler, mode, max_rounds, P, K, pad_id, ranks: _Ranks) -> Col
         rb, r, c, zs = _draw_groups(draw, sampler, idx, K, ranks)
         keep = mode.keep(r, K)  # (groups,)
         zero_std.append(zs)
-        sampled_groups += len(ranks.slice(idx))
-        if not bool(keep.any()) and rounds < max_rounds:
-            rounds += 1
-            most = ranks.most(need)
-            continue
-        if not bool(keep.any()):  # nothing informative after every refill: train on the last draw as is
-            keep = torch.ones_like(keep)
-        keep = keep.nonzero().squeeze(-1)[:need]
-        rows = _rows(keep, K)
-        parts.append(rb.select(rows))
-        rewards.append(r[rows])
-        correct.append(c[rows])
-        need -= len(keep)
+        sampled_groups += len(zs)
+        if bool(keep.any()) or rounds == max_rounds:  # else draw again
+            if not bool(keep.any()):  # nothing informative after every refill: train on the last draw as is
+                keep = torch.ones_like(keep)
+            keep = keep.nonzero().squeeze(-1)[:need]
+            rows = _rows(keep, K)
+            parts.append(rb.select(rows))
+            rewards.append(r[rows])
+            correct.append(c[rows])
+            need -= len(keep)
         rounds += 1
         most = ranks.most(need)
     kept = sum(len(x) for x in rewards) // K

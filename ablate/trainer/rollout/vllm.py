@@ -21,6 +21,7 @@ import os
 
 import torch
 
+from ablate.trainer.collectives import rank_and_size
 from ablate.trainer.rollout.batch import ROLLOUT_BACKENDS, RolloutBatch, SamplingParams, left_pad
 
 
@@ -49,12 +50,6 @@ def require_vllm():
     import vllm
 
     return vllm
-
-
-def _data_parallel() -> bool:
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
 def full_weights(model):
@@ -104,7 +99,7 @@ class VLLMRollout:
             seed=0,
             enable_prefix_caching=True,
         )
-        if _data_parallel():
+        if rank_and_size()[1] > 1:  # a data-parallel trial: join its process group
             kwargs["distributed_executor_backend"] = "external_launcher"
         if current_platform.is_cpu():
             # A prompt prefilled in chunks under per-request seeds crashes the CPU runner ("CPU Generator does
