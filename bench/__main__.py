@@ -79,7 +79,9 @@ def bench_step(rounds: int, steps: int, blocks: int, ks=(8, 16), threads=(1, 2))
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument(
-        "--only", nargs="*", default=["step", "rollout", "sweep", "report", "adaptive", "calibration"]
+        "--only",
+        nargs="*",
+        default=["step", "rollout", "sweep", "report", "adaptive", "calibration", "checkpoint"],
     )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="K=8, 1 thread, 1 round")
@@ -186,6 +188,11 @@ def main() -> None:
                 f"  {name:<30} "
                 + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in r.items())
             )
+    if "checkpoint" in args.only:
+        from bench import checkpoint
+
+        results["checkpoint"] = checkpoint.run(reps=3 if args.quick else 10)
+        checkpoint.print_table(results["checkpoint"])
     out = RESULTS / f"bench-{stamp}.json"
     out.write_text(json.dumps(results, indent=1))
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))

@@ -155,7 +155,15 @@ class TrainConfig:
     threads: int = 1  # torch threads (split over ranks); 0 leaves torch's default
     world_size: int = 1  # data-parallel ranks in one trial (one per GPU; gloo processes on CPU)
     parallel: str = "ddp"  # ddp: full copy per rank | fsdp: FSDP2 shards params, grads, AdamW state
-    fault_step: int = -1  # test hook: raise at this step (-1 = never)
+    # Checkpoints inside a trial (ablate/trainer/checkpoint.py): every this many steps the policy, optimizer,
+    # every RNG stream, the sampler and the records so far are saved, so a retried trial resumes where it
+    # stopped (bit for bit on CPU). 0 = off: the embedded trials take seconds, a save would cost more.
+    checkpoint_every: int = 0
+    # A path every node sees (an NFS mount; made absolute on the driver) or a URI pyarrow.fs opens: s3://,
+    # gs://, file://. Each trial keeps its own folder below it.
+    checkpoint_dir: str = "checkpoints"
+    checkpoint_keep: int = 2  # the newest N complete checkpoints are kept, older ones removed
+    fault_step: int = -1  # test hook: raise at this step (-1 = never; a retry resumed before it raises again)
     fault_seed: int = -1  # ... only for this seed (-1 = any)
 
 

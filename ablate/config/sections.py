@@ -97,6 +97,10 @@ def check_train(cfg) -> None:
     _at_least("train.threads", tr.threads, 0)
     _at_least("train.world_size", tr.world_size, 1)
     _one_of("train.parallel", tr.parallel, ["ddp", "fsdp"])
+    _at_least("train.checkpoint_every", tr.checkpoint_every, 0)
+    _at_least("train.checkpoint_keep", tr.checkpoint_keep, 1)
+    if tr.checkpoint_every > 0 and not tr.checkpoint_dir:
+        _fail("train.checkpoint_dir", tr.checkpoint_dir, "must be a folder or a URI when checkpoints are on")
     if tr.world_size > 1:
         if tr.prompts_per_step % tr.world_size:
             _fail(

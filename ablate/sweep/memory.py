@@ -15,6 +15,10 @@ they differ, and every convention is stated where it is used:
 - rollout: vLLM reserves ``rollout.gpu_memory_utilization`` of the card (its weight copy + paged KV cache);
   with sleep mode it frees that while the policy trains, so the peak is the larger of the two phases. The
   HF backend keeps a KV cache for the rank's whole rollout batch: ``2 L kv_dim`` values per token.
+- checkpoints (``train.checkpoint_every`` > 0): one holds the policy's weights and the optimizer as above
+  (``model.dtype`` + 8 or 12 B/param; gradients and the KL reference are never saved), for the whole trial
+  (all ranks' shards together); ``train.checkpoint_keep`` of them are kept. A trial of S steps saves after
+  each k-th step but the last: floor((S - 1) / k) saves, each at an assumed ``CHECKPOINT_WRITE_GBPS``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ DEFAULT_PROMPT_LENGTH = 512  # tokens, when task.max_prompt_length=0 (keep all p
 # TFLOP/s; generation is memory-bound, so a quarter of that. An estimate to size a budget, not a measurement.
 TRAIN_TFLOPS = 400.0
 GENERATE_TFLOPS = 100.0
+# Write bandwidth of the checkpoint storage, GB/s (1e9 B/s) per trial: a conservative figure for an NFS mount or
+# an object store from one node (local NVMe writes 2-7 GB/s). An estimate to size a budget, not a measurement.
+CHECKPOINT_WRITE_GBPS = 1.0
 
 
 @dataclass(frozen=True)
@@ -61,10 +68,20 @@ class MemoryPlan:
     total: float
     card: float | None  # bytes of one GPU; None = unknown (no check)
     step_seconds: float  # estimate
+    checkpoint_every: int = 0  # train.checkpoint_every (0: no checkpoints)
+    checkpoint_keep: int = 0
+    checkpoint_bytes: float = 0.0  # one checkpoint, the whole trial's (all ranks' shards)
+    checkpoint_saves: int = 0  # saves in one trial
+    checkpoint_seconds: float = 0.0  # estimated writing time of one trial's saves
 
     @property
     def fits(self) -> bool:
         return self.card is None or self.total <= self.card
+
+    @property
+    def checkpoint_storage(self) -> float:
+        """Bytes one trial's checkpoint folder holds at most: the newest ``keep`` of its saves."""
+        return self.checkpoint_bytes * min(self.checkpoint_keep, self.checkpoint_saves)
 
 
 def model_shape(m) -> Shape | None:
@@ -133,7 +150,20 @@ def plan_trial(cfg, world: int, card: float | None) -> MemoryPlan | None:
         rollout = rows * seq * 2 * s.layers * kv_dim * b
         total = static + max(activations, rollout)  # the KV cache is freed before the update
     return MemoryPlan(s, world, parallel, weights, grads, optimizer, activations, rollout, total, card,
-                      step_seconds(cfg, s, world, seq))  # fmt: skip
+                      step_seconds(cfg, s, world, seq), **checkpoint_plan(cfg, p, b))  # fmt: skip
+
+
+def checkpoint_plan(cfg, params: float, dtype_bytes: int) -> dict:
+    """One checkpoint's bytes (weights + AdamW state, unsharded), saves per trial and their writing time."""
+    every = int(OmegaConf.select(cfg, "train.checkpoint_every", default=0) or 0)
+    if every <= 0:
+        return {}
+    size = params * (dtype_bytes + 8 + (4 if dtype_bytes < 4 else 0))
+    saves = (cfg.train.steps - 1) // every
+    keep = int(OmegaConf.select(cfg, "train.checkpoint_keep", default=2))
+    seconds = saves * size / (CHECKPOINT_WRITE_GBPS * 1e9)
+    return dict(checkpoint_every=every, checkpoint_keep=keep, checkpoint_bytes=size, checkpoint_saves=saves,
+                checkpoint_seconds=seconds)  # fmt: skip
 
 
 def step_seconds(cfg, s: Shape, world: int, seq: int) -> float:
@@ -162,7 +192,10 @@ def plan_sweep(plan, cfg) -> MemoryPlan | None:
         card *= cfg.launcher.gpus_per_trial
     plans = [plan_trial(c, world, card) for c in cfgs]
     slowest = max(mp.step_seconds for mp in plans)  # the time estimate is the slowest variant's
-    return replace(max(plans, key=lambda mp: mp.total), step_seconds=slowest)
+    ck = max(plans, key=lambda mp: (mp.checkpoint_storage, mp.checkpoint_seconds))  # and the largest storage
+    return replace(max(plans, key=lambda mp: mp.total), step_seconds=slowest, checkpoint_every=ck.checkpoint_every,
+                   checkpoint_keep=ck.checkpoint_keep, checkpoint_bytes=ck.checkpoint_bytes,
+                   checkpoint_saves=ck.checkpoint_saves, checkpoint_seconds=ck.checkpoint_seconds)  # fmt: skip
 
 
 def _gib(x: float) -> str:
@@ -175,8 +208,8 @@ def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
         return ["memory plan: model shape unknown (declare model.params_b, model.layers, model.hidden, "
                 "model.heads, model.vocab, or use a local model directory): not checked"]  # fmt: skip
     card = _gib(mp.card) if mp.card is not None else "unknown card (launcher.gpu_memory_gb): not checked"
-    hours = mp.step_seconds * steps / 3600
-    return [
+    hours = (mp.step_seconds * steps + mp.checkpoint_seconds) / 3600
+    lines = [
         f"memory plan per GPU (largest variant; {mp.world} GPU{'s' if mp.world > 1 else ''}, {mp.parallel}; "
         f"{mp.shape.params / 1e9:.2f}B params, {mp.shape.layers} layers x {mp.shape.hidden}, {mp.shape.source}):",
         f"  weights {_gib(mp.weights)} / grads {_gib(mp.grads)} / optimizer {_gib(mp.optimizer)} / "
@@ -184,8 +217,17 @@ def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
         f"  total {_gib(mp.total)} vs card {card}" + ("" if mp.fits else "  DOES NOT FIT"),
         f"time ESTIMATE (assumes {TRAIN_TFLOPS:g} TFLOP/s training, {GENERATE_TFLOPS:g} generating per GPU): "
         f"~{mp.step_seconds / 60:.1f} min/step (slowest variant), ~{hours:.1f} h per trial of {steps} steps, "
-        f"at most ~{hours * mp.world * trials:.0f} GPU-hours for {trials} trials",
+        f"at most ~{hours * mp.world * trials:.0f} GPU-hours for {trials} trials"
+        + (" (checkpoint writes included)" if mp.checkpoint_seconds else ""),
     ]
+    if mp.checkpoint_every > 0:
+        lines.append(
+            f"checkpoints every {mp.checkpoint_every} steps, keep {mp.checkpoint_keep}: {_gib(mp.checkpoint_bytes)} "
+            f"each (weights + optimizer), {mp.checkpoint_saves} saves a trial, ~{mp.checkpoint_seconds / 60:.1f} min "
+            f"of writing at an assumed {CHECKPOINT_WRITE_GBPS:g} GB/s; storage up to "
+            f"{_gib(mp.checkpoint_storage)} a trial, {_gib(mp.checkpoint_storage * trials)} for {trials} trials"
+        )
+    return lines
 
 
 def refuse_if_too_big(mp: MemoryPlan | None) -> None:

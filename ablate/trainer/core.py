@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from ablate.config import as_object
 from ablate.trainer import advantages as adv_mod
 from ablate.trainer.collectives import all_gather_cat, all_sum, rank_and_size, reduce_record
 from ablate.trainer.distributed import train_data_parallel
-from ablate.trainer.fsdp import full_params, shard_model
+from ablate.trainer.fsdp import full_params, load_sharded_state, shard_model, sharded_state
 from ablate.trainer.loop import Diverged, TrialResult, run_trial
 from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, kl_reward_penalty
 from ablate.trainer.masks import build_loss_mask
@@ -94,7 +95,8 @@ class Trainer:
         """Several ranks: FSDP shards in place, DDP wraps ``train_model`` (what the update's forward runs)."""
         self.train_model = self.model
         on_gpu = self.device.startswith("cuda")
-        if self.world > 1 and self.cfg.train.parallel == "fsdp":
+        self.sharded = self.world > 1 and self.cfg.train.parallel == "fsdp"
+        if self.sharded:
             shard_model(self.model, on_gpu)
             if self.ref is not None:
                 shard_model(self.ref, on_gpu)
@@ -272,6 +274,59 @@ class Trainer:
                 raise Diverged(f"non-finite {key}", rec)
         return rec
 
+    # ---- checkpoints (the folder and its layout: trainer/checkpoint.py; when: trainer/loop.py) -----------
+    @property
+    def sharded_keys(self) -> tuple[str, ...]:
+        """State saved shard by shard (torch.distributed.checkpoint): FSDP's policy and optimizer."""
+        return ("model", "optimizer") if self.sharded else ()
+
+    @property
+    def replicated_keys(self) -> tuple[str, ...]:
+        """State equal on every rank, saved once: DDP's policy and optimizer."""
+        return ("model", "optimizer") if self.world > 1 and not self.sharded else ()
+
+    def state_dict(self) -> dict:
+        """Everything ``step()`` changes, so a trainer built afresh and loaded with it continues bit for bit: the
+        policy and optimizer, every generator (row order, sampling, torch's global one, the sampler's prompt
+        order), the sampler's position and replay weights, the running reward moments, the reuse buffer and
+        the token count. Not the KL reference: it is the warm-started policy, rebuilt at setup."""
+        if self.sharded:
+            state = sharded_state(self.model, self.opt)
+        else:
+            state = {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
+        state.update(
+            training=self.model.training,
+            update_gen=self.update_gen.get_state(),
+            sample_gen=self.sample_gen.get_state(),
+            torch_rng=torch.get_rng_state(),
+            sampler=self.sampler.state_dict(),
+            moments=dataclasses.asdict(self.moments),
+            reuse=_batch_state(self.reuse.batch),
+            tokens_total=self.tokens_total,
+        )
+        if self.device.startswith("cuda"):
+            state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore ``state_dict()``'s state; the rollout backend gets the restored weights (vLLM reloads)."""
+        if self.sharded:
+            load_sharded_state(self.model, self.opt, state)
+        else:
+            self.model.load_state_dict(state["model"])
+            self.opt.load_state_dict(state["optimizer"])
+        self.model.train(state["training"])
+        self.update_gen.set_state(state["update_gen"])
+        self.sample_gen.set_state(state["sample_gen"])
+        torch.set_rng_state(state["torch_rng"])
+        if "cuda_rng" in state and self.device.startswith("cuda"):
+            torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+        self.sampler.load_state_dict(state["sampler"])
+        self.moments = adv_mod.RunningMoments(**state["moments"])
+        self.reuse.batch = _batch_from_state(state["reuse"])
+        self.tokens_total = state["tokens_total"]
+        self.backend.sync_weights(self.model)
+
     @torch.no_grad()
     def evaluate(self, step: int) -> float:
         """Sampled pass@1 on held-out prompts; the eval generator depends only on (seed, step) so every variant
@@ -288,17 +343,44 @@ class Trainer:
         return hits / n
 
 
-def train(cfg, seed: int, report: Callable[[dict], None] | None = None) -> TrialResult:
+_BATCH = ("advantages", "loss_mask", "old_logp", "ref_logp")
+_ROLLOUT = tuple(f.name for f in dataclasses.fields(RolloutBatch))
+
+
+def _batch_state(b: Batch | None) -> dict | None:
+    """A reuse-buffer batch as plain tensors (and the device of each: a checkpoint loads onto the CPU)."""
+    if b is None:
+        return None
+    named = {f: getattr(b, f) for f in _BATCH} | {f"rollout.{f}": getattr(b.rollout, f) for f in _ROLLOUT}
+    tensors = {k: v for k, v in named.items() if v is not None}
+    return {"tensors": tensors, "devices": {k: str(v.device) for k, v in tensors.items()}}
+
+
+def _batch_from_state(state: dict | None) -> Batch | None:
+    if state is None:
+        return None
+    t = {k: v.to(state["devices"][k]) for k, v in state["tensors"].items()}
+    rollout = RolloutBatch(*(t[f"rollout.{f}"] for f in _ROLLOUT))
+    return Batch(rollout, *(t.get(f) for f in _BATCH))
+
+
+def train(
+    cfg, seed: int, report: Callable[[dict], None] | None = None, checkpoint_uri: str | None = None
+) -> TrialResult:
     """Run one trial. Divergence (NaN/inf) ends it as ``diverged`` with its history; other errors propagate.
 
     With ``train.world_size > 1`` the trial runs data-parallel over that many ranks (ablate.trainer.distributed).
+    With ``train.checkpoint_every > 0`` and a ``checkpoint_uri`` (this trial's own folder or URI) it saves
+    checkpoints there and resumes from the newest one (ablate.trainer.checkpoint).
     """
     cfg = as_object(cfg)
     if cfg.train.world_size > 1:
-        return train_data_parallel(run_trial_loop, cfg, seed, report)
-    return run_trial_loop(cfg, seed, report)
+        return train_data_parallel(run_trial_loop, cfg, seed, report, checkpoint_uri)
+    return run_trial_loop(cfg, seed, report, checkpoint_uri)
 
 
-def run_trial_loop(cfg, seed: int, report: Callable[[dict], None] | None = None) -> TrialResult:
+def run_trial_loop(
+    cfg, seed: int, report: Callable[[dict], None] | None = None, checkpoint_uri: str | None = None
+) -> TrialResult:
     """The trial loop of one process (one rank of a data-parallel trial)."""
-    return run_trial(Trainer, cfg, seed, report)
+    return run_trial(Trainer, cfg, seed, report, checkpoint_uri)

@@ -28,7 +28,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue) -> None:
+def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue, checkpoint_uri=None) -> None:
     # torchrun's variables: a colocated vLLM engine (external_launcher) joins this process group through them
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
@@ -42,7 +42,10 @@ def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue) -> 
         torch.cuda.set_device(rank)
     dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=size)
     try:
-        result = loop(cfg, seed, report=(lambda rec: queue.put(("record", rec))) if rank == 0 else None)
+        report = (lambda rec: queue.put(("record", rec))) if rank == 0 else None
+        # every rank opens the trial's checkpoints (each saves its own generators; rank 0 commits)
+        kw = {"checkpoint_uri": checkpoint_uri} if checkpoint_uri else {}
+        result = loop(cfg, seed, report=report, **kw)
         if rank == 0:
             queue.put(("result", result))
     except BaseException:
@@ -53,9 +56,10 @@ def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue) -> 
             dist.destroy_process_group()
 
 
-def train_data_parallel(loop: Callable, cfg, seed: int, report=None):
-    """Spawn ``cfg.train.world_size`` ranks, each running ``loop(cfg, seed, report)``; rank 0's records stream to
-    ``report``; returns rank 0's TrialResult. The loop is an argument so this module never imports the core."""
+def train_data_parallel(loop: Callable, cfg, seed: int, report=None, checkpoint_uri: str | None = None):
+    """Spawn ``cfg.train.world_size`` ranks, each running ``loop(cfg, seed, report)`` (and ``checkpoint_uri=``
+    when given); rank 0's records stream to ``report``; returns rank 0's TrialResult. The loop is an argument so
+    this module never imports the core."""
     import torch.multiprocessing as mp
 
     size = cfg.train.world_size
@@ -63,7 +67,9 @@ def train_data_parallel(loop: Callable, cfg, seed: int, report=None):
     queue = ctx.Queue()
     port = _free_port()
     procs = [
-        ctx.Process(target=_rank_main, args=(r, size, port, loop, cfg, seed, queue), daemon=False)
+        ctx.Process(
+            target=_rank_main, args=(r, size, port, loop, cfg, seed, queue, checkpoint_uri), daemon=False
+        )
         for r in range(size)
     ]
     for p in procs:

@@ -68,3 +68,18 @@ def local_bytes(tensors) -> int:
         local = t.to_local() if hasattr(t, "to_local") else t
         total += local.numel() * local.element_size()
     return total
+
+
+def sharded_state(model, opt) -> dict:
+    """The policy's and optimizer's state as this rank's DTensor shards (torch.distributed.checkpoint saves
+    and loads them shard by shard, never gathering the whole model on one rank)."""
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    model_sd, optim_sd = get_state_dict(model, opt)
+    return {"model": model_sd, "optimizer": optim_sd}
+
+
+def load_sharded_state(model, opt, state: dict) -> None:
+    from torch.distributed.checkpoint.state_dict import set_state_dict
+
+    set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optimizer"])

@@ -2,7 +2,16 @@
 
 It runs any trainer with ``step(step)``, ``evaluate(step)``, ``model``, ``backend``, ``world`` and ``device``;
 the trainer is built by the factory it is given, so this module imports no trainer and the core can re-export
-its names.
+its names. With checkpoints on it also needs ``rank``, ``state_dict()``, ``load_state_dict(state)``,
+``sharded_keys`` and ``replicated_keys`` (ablate.trainer.core.Trainer).
+
+Checkpoints (``train.checkpoint_every`` = k > 0 and a folder or URI): after step s with (s+1) % k == 0, except
+the last step, the trainer's state and the records emitted so far (that step's eval included) are saved as the
+checkpoint of s+1 steps done. A resumed trial first re-emits those records in order, so whoever writes
+metrics.jsonl gets the whole history, then runs from step s+1: the eval scheduled at s+1 runs before that step,
+on the restored policy, as it would have uninterrupted. The retry of a trial that faulted (``train.fault_step``)
+resumes before the fault's step and so faults again: the hook models a deterministic bug; a test of resuming
+reruns without it.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ablate.config import as_object
 from ablate.timeline import mark
+from ablate.trainer.checkpoint import TrialCheckpoints, fingerprint
 from ablate.trainer.collectives import all_sum, check_ranks_in_sync
 
 
@@ -33,6 +43,8 @@ class TrialResult:
     # over the trial's processes (ranks), and GPU-seconds held (loop time x GPUs; 0 on CPU).
     cpu_seconds: float = 0.0
     gpu_seconds: float = 0.0
+    resumed_from: int | None = None  # steps restored from a checkpoint (None: started at step 0)
+    checkpoint_seconds: float = 0.0  # spent saving checkpoints (inside ``seconds``)
 
     @property
     def final(self) -> dict:
@@ -49,8 +61,15 @@ def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_trial(make_trainer: Callable, cfg, seed: int, report: Callable[[dict], None] | None) -> TrialResult:
-    """Build the trainer (``make_trainer(cfg, seed)``), run its steps, close its rollout backend."""
+def run_trial(
+    make_trainer: Callable,
+    cfg,
+    seed: int,
+    report: Callable[[dict], None] | None,
+    checkpoint_uri: str | None = None,
+) -> TrialResult:
+    """Build the trainer (``make_trainer(cfg, seed)``), resume it from its newest checkpoint in
+    ``checkpoint_uri`` if checkpoints are on and there is one, run its steps, close its rollout backend."""
     t_setup = time.perf_counter()
     cfg = as_object(cfg)
     trainer = make_trainer(cfg, seed)
@@ -58,6 +77,7 @@ def run_trial(make_trainer: Callable, cfg, seed: int, report: Callable[[dict], N
     t0, cpu0 = time.perf_counter(), time.process_time()
     peak = rss_mb()
     history: list[dict] = []
+    saving = 0.0
 
     def emit(rec: dict) -> None:
         nonlocal peak
@@ -66,8 +86,24 @@ def run_trial(make_trainer: Callable, cfg, seed: int, report: Callable[[dict], N
         if report is not None:
             report(rec)
 
+    ckpts, save, start = None, None, 0
+    if cfg.train.checkpoint_every > 0 and checkpoint_uri:
+        t = cfg.train
+        ckpts = TrialCheckpoints(checkpoint_uri, t.checkpoint_keep, fingerprint(cfg, seed), trainer.rank,
+                                 trainer.world)  # fmt: skip
+
+        def save(steps_done: int) -> None:
+            nonlocal saving
+            t_save = time.perf_counter()
+            state = {**trainer.state_dict(), "history": list(history)}
+            sharded = {k: state.pop(k) for k in trainer.sharded_keys}
+            ckpts.save(steps_done, state, sharded, trainer.replicated_keys)
+            saving += time.perf_counter() - t_save
+
     try:
-        status, note = run_steps(trainer, cfg, emit)
+        if ckpts is not None:
+            start = resume(trainer, ckpts, emit)
+        status, note = run_steps(trainer, cfg, emit, start, save)
         seconds = time.perf_counter() - t0
         (cpu,) = all_sum([time.process_time() - cpu0])
         if trainer.world > 1:
@@ -75,15 +111,38 @@ def run_trial(make_trainer: Callable, cfg, seed: int, report: Callable[[dict], N
     finally:
         trainer.backend.close()  # after the last collective: a vLLM engine's teardown ends the process group
     gpus = trainer.world if trainer.device.startswith("cuda") else 0
-    return TrialResult(status, history, seconds, peak, note, t0 - t_setup, cpu, seconds * gpus)
+    return TrialResult(status, history, seconds, peak, note, t0 - t_setup, cpu, seconds * gpus,
+                       start if start > 0 else None, saving)  # fmt: skip
 
 
-def run_steps(trainer, cfg, emit: Callable[[dict], None]) -> tuple[str, str]:
-    """Steps with their scheduled evals -> (status, note)."""
-    steps, every = cfg.train.steps, cfg.train.eval_every
+def resume(trainer, ckpts: TrialCheckpoints, emit: Callable[[dict], None]) -> int:
+    """Load the newest checkpoint into ``trainer`` and re-emit its records -> the steps it had done (0: none)."""
+
+    def template() -> dict:
+        """FSDP loads shards in place into the fresh trainer's state dicts. Built only when there is a
+        checkpoint: torch's get_state_dict gives a fresh optimizer its state by a zero-gradient step."""
+        full = trainer.state_dict()
+        return {k: full[k] for k in trainer.sharded_keys}
+
+    state = ckpts.latest(template)
+    if state is None:
+        return 0
+    records, step = state.pop("history"), state.pop("step")
+    trainer.load_state_dict(state)
+    mark("worker: trial resumed from a checkpoint")
+    for rec in records:
+        emit(rec)
+    return step
+
+
+def run_steps(
+    trainer, cfg, emit: Callable[[dict], None], start: int = 0, save: Callable[[int], None] | None = None
+) -> tuple[str, str]:
+    """Steps ``start``.. with their scheduled evals -> (status, note); ``save(steps_done)`` at checkpoints."""
+    steps, every, ck = cfg.train.steps, cfg.train.eval_every, cfg.train.checkpoint_every
     status, note = "done", ""
     try:
-        for step in range(steps):
+        for step in range(start, steps):
             ev = trainer.evaluate(step) if every > 0 and step % every == 0 else None
             try:
                 rec = trainer.step(step)
@@ -96,6 +155,8 @@ def run_steps(trainer, cfg, emit: Callable[[dict], None]) -> tuple[str, str]:
             emit(rec)
             if status == "diverged":
                 break
+            if save is not None and (step + 1) % ck == 0 and step + 1 < steps:
+                save(step + 1)
         if status == "done" and every > 0:
             emit({"step": steps, "eval/positive_rate": trainer.evaluate(steps)})
     except Diverged as d:  # pragma: no cover - divergence outside step() (e.g. in evaluation)

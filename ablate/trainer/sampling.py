@@ -62,6 +62,15 @@ class PromptSampler:
             self._pos += take
         return out
 
+    def state_dict(self) -> dict:
+        """Where the sampler is: its generator, the replay weights, the current permutation and position."""
+        return {"gen": self.gen.get_state(), "weights": self.weights.clone(), "perm": self._perm.clone(),
+                "pos": self._pos}  # fmt: skip
+
+    def load_state_dict(self, state: dict) -> None:
+        self.gen.set_state(state["gen"])
+        self.weights, self._perm, self._pos = state["weights"].clone(), state["perm"].clone(), state["pos"]
+
     def record(self, prompt_idx: list[int], any_positive: list[bool]) -> None:
         """Hard-prompt replay: up-weight prompts with no positive response, reset those solved."""
         for i, pos in zip(prompt_idx, any_positive, strict=True):
