@@ -3,6 +3,9 @@
 Writes are crash-safe: metrics are appended as complete lines and fsynced before ``status.json`` (written by
 temp file + rename) declares the trial finished; a reader that finds a torn last line, or fewer lines than the
 status promises, treats the trial as unfinished, so it is rerun, never half-read into a report.
+
+One process writes a run: the sweep's driver (through ablate.sweep.recorder). Trials on any node send their
+records and outcome back through Ray, so a cluster needs no shared disk for the store.
 """
 
 from __future__ import annotations
@@ -182,8 +185,13 @@ class TrialStatus:
     error: str | None = None
     phase: str | None = None  # where an error struck: setup (nothing recorded yet) | training
     updated: float | None = None
-    host: str | None = None
+    host: str | None = None  # where the trial ran (the driver writes it, from the trial's own report)
     pid: int | None = None
+    node_ip: str | None = None  # the Ray node that ran it (None: mode=train, no Ray)
+    node_id: str | None = None
+    resumed_from: int | None = None  # steps restored from a checkpoint by the attempt that finished
+    losses: list | None = None  # attempts that ended with no word from the trial: {attempt, records, node...}
+    checkpoint_seconds: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # anything else a caller records
 
     def as_dict(self) -> dict:
@@ -284,6 +292,9 @@ def load_run(run: Path):
                 "attempts": st.get("attempts"),
                 "note": st.get("note", ""),
                 "error": st.get("error", ""),
+                "phase": st.get("phase", ""),
+                "losses": st.get("losses") or [],
+                "resumed_from": st.get("resumed_from"),
             }
         )
     return pd.DataFrame(rows), pd.DataFrame(trials)

@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument(
         "--only",
         nargs="*",
-        default=["step", "rollout", "sweep", "report", "adaptive", "calibration", "checkpoint"],
+        default=["step", "rollout", "sweep", "report", "adaptive", "calibration", "checkpoint", "record"],
     )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="K=8, 1 thread, 1 round")
@@ -193,6 +193,11 @@ def main() -> None:
 
         results["checkpoint"] = checkpoint.run(reps=3 if args.quick else 10)
         checkpoint.print_table(results["checkpoint"])
+    if "record" in args.only:  # the driver as the store's only writer, against writing in the trial
+        from bench import record_stream
+
+        results["record_stream"] = record_stream.run(rounds=1 if args.quick else 3)
+        record_stream.print_line(results["record_stream"])
     out = RESULTS / f"bench-{stamp}.json"
     out.write_text(json.dumps(results, indent=1))
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))

@@ -38,6 +38,14 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         from ablate.sweep import ray_session
 
         ray_session.start(cfg)  # join now: a trial that fits no node is refused before anything is written
+        from ablate.config import ConfigError
+        from ablate.sweep.node_check import check_nodes
+
+        try:  # a file that is on this machine but not on a node that runs trials: one line, nothing written
+            check_nodes(cfg, [t.config_yaml for t in plan.trials])
+        except ConfigError:
+            ray_session.stop()
+            raise
     t0 = time.time()
     counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
     mark("driver: trials done")

@@ -39,6 +39,7 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
 
     from ablate import store
     from ablate.sweep.plan import config_hash
+    from ablate.sweep.recorder import TrialRecorder
     from ablate.sweep.trial import run_trial
 
     # Kept like a sweep's trial: runs/train/<config hash>/train/seed=<n>/{config.yaml, metrics.jsonl, status.json}
@@ -52,7 +53,11 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
         "entity": cfg.wandb.entity,
         "mode": cfg.wandb.mode,
     }
-    status = run_trial(spec, str(run), logger, uuid.uuid4().hex, show)
+    recorder = TrialRecorder(run, spec, uuid.uuid4().hex, logger)  # in-process: the same writer as a sweep's
+    try:
+        status = run_trial(spec, recorder.handle, show)
+    finally:
+        recorder.close()
     st = json.loads(store.trial_paths(run, "train", int(cfg.seed)).status.read_text())
     print(
         f"{status} in {time.time() - t0:.1f} s, peak RSS {st.get('peak_rss_mb', 0):.0f} MB"

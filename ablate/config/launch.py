@@ -74,7 +74,7 @@ def validate_launch(cfg) -> None:
     _at_least("seed", cfg.seed, 0)
 
 
-def _looks_local(name: str) -> bool:
+def looks_local(name: str) -> bool:
     """A path, not a hub id: absolute, relative with ./ or ../, ~, or a name that exists here."""
     return name.startswith(("/", "./", "../", "~")) or os.path.exists(os.path.expanduser(name))
 
@@ -87,7 +87,7 @@ def _check_model_and_paths(cfg) -> None:
         _fail(
             "model.name", name, "model=hf needs a hub id or a local model directory: model.name=<id or dir>"
         )
-    if name != "tiny" and _looks_local(name):
+    if name != "tiny" and looks_local(name):
         path = os.path.expanduser(name)
         if not os.path.isdir(path) or not os.path.exists(os.path.join(path, "config.json")):
             _fail("model.name", name, "no model directory there (a local model needs its config.json)")
@@ -95,7 +95,7 @@ def _check_model_and_paths(cfg) -> None:
     if (
         t.name != "reverse"
         and t.path
-        and _looks_local(t.path)
+        and looks_local(t.path)
         and not os.path.exists(os.path.expanduser(t.path))
     ):
         _fail(

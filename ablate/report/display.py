@@ -174,3 +174,24 @@ def notes(table: pd.DataFrame) -> list[str]:
             listed = "; ".join(f"`{v}` seeds {s}" for v, s in cells[["variant", col]].itertuples(index=False))
             out.append(f"{head}: {listed}{tail}")
     return out
+
+
+def loss_notes(trials: pd.DataFrame) -> list[str]:
+    """Trials whose worker or node was lost: where, after how many records, and how they ended."""
+    if "losses" not in trials:
+        return []
+    parts = []
+    for _, t in trials.iterrows():
+        for loss in t.losses or []:
+            end = {"done": "then finished", "diverged": "then diverged"}.get(t.status, f"then {t.status}")
+            if t.status in ("done", "diverged") and pd.notna(t.get("resumed_from")) and t.resumed_from:
+                end += f" (resumed from its checkpoint at step {int(t.resumed_from)})"
+            parts.append(
+                f"`{t.variant}` seed {int(t.seed)}, attempt {loss['attempt']} on {loss['where']}, "
+                f"after {loss['records']} records; {end}"
+            )
+    if not parts:
+        return []
+    return [
+        "Lost with their worker or node (no word from the trial; Tune retried it): " + "; ".join(parts) + "."
+    ]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ablate.report import plots
 from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table, to_html, to_markdown
-from ablate.report.display import display_table, matched_table, notes, shared_level
+from ablate.report.display import display_table, loss_notes, matched_table, notes, shared_level
 from ablate.report.run_info import describe_run, header_text, trial_config
 from ablate.stats.anova import factorial_anova
 from ablate.stats.health import health_table
@@ -168,7 +168,7 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
             f"the final {stats.final_fraction:.0%} of evals · baseline `{plan['baseline']}`."
         ),
     ]
-    blocks += [Note(n) for n in notes(table)]
+    blocks += [Note(n) for n in notes(table) + loss_notes(r["trials"])]
     conflicts = plots.forest_conflicts(plots.forest_rows(table))
     if conflicts:
         blocks.append(

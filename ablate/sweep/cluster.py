@@ -12,8 +12,13 @@ import socket
 from ablate.config import ConfigError
 
 TIMEOUT_S = 5.0
-# Where `ray start --head` records the running cluster's address on this machine (Ray's documented default).
-CURRENT_CLUSTER = "/tmp/ray/ray_current_cluster"
+
+
+def current_cluster_file() -> str:
+    """Where `ray start --head` records the running cluster's address on this machine: Ray's temp root
+    (RAY_TMPDIR, else TMPDIR, else /tmp) + ray/ray_current_cluster, as Ray itself looks it up."""
+    root = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(root, "ray", "ray_current_cluster")
 
 
 def resolve(address: str) -> str:
@@ -23,7 +28,7 @@ def resolve(address: str) -> str:
     if os.environ.get("RAY_ADDRESS"):
         return os.environ["RAY_ADDRESS"].removeprefix("ray://")
     try:
-        with open(CURRENT_CLUSTER) as f:
+        with open(current_cluster_file()) as f:
             return f.read().strip()
     except OSError:
         raise ConfigError(

@@ -48,11 +48,11 @@ LAUNCH_KEYS = (
     "hydra",
 )
 TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
-# Never change results: the warm-start cache's place, test hooks, and the declared model shape (read only by
-# the memory planner).
+# Never change results: the warm-start cache's place, test hooks, checkpoints (where, how often, how many),
+# and the declared model shape (read only by the memory planner). ablate.trainer.checkpoint.IGNORED mirrors it.
 UNHASHED = {
     "warmstart": ("cache_dir",),
-    "train": ("fault_step", "fault_seed"),
+    "train": ("fault_step", "fault_seed", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"),
     "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab"),
 }
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
@@ -84,6 +84,24 @@ class Plan:
     spec: dict
     sequential: dict | None = None  # seeds=auto: {"looks", "spending", "alpha"} (ablate.stats.sequential)
     warnings: list[str] = field(default_factory=list)  # printed before launch (dry runs too)
+
+
+def resolve_local_paths(cfg: DictConfig) -> None:
+    """Every local path a trial opens made absolute against the driver's working directory, where it was
+    checked: a Ray node runs trials from its own directory (``ray start`` from /, a cluster's image)."""
+    from ablate.config.launch import looks_local
+
+    def absolute(p: str) -> str:
+        return os.path.abspath(os.path.expanduser(p))
+
+    cfg.warmstart.cache_dir = absolute(cfg.warmstart.cache_dir)
+    if cfg.model.name != "tiny" and looks_local(cfg.model.name):
+        cfg.model.name = absolute(cfg.model.name)
+    if cfg.task.name != "reverse" and cfg.task.path and looks_local(cfg.task.path):
+        cfg.task.path = absolute(cfg.task.path)
+    ckpt = cfg.train.get("checkpoint_dir")
+    if ckpt and "://" not in str(ckpt):  # a URI (s3://, gs://, file://) is the same from every node
+        cfg.train.checkpoint_dir = absolute(ckpt)
 
 
 def is_launch_override(ov: str) -> bool:
@@ -231,12 +249,10 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
                         if not cfg.dry_run:
                             raise ConfigError(f"sweep {spec.name!r}, {why}") from None
                         notes.append(f"cannot run as planned: {why}")  # a dry run still shows the plan
-            tcfg.warmstart.cache_dir = os.path.abspath(tcfg.warmstart.cache_dir)  # Ray workers may change cwd
-            trials.append(
-                Trial(
-                    name, seed, overrides, config_hash(tcfg), OmegaConf.to_yaml(tcfg), factors.get(name, {})
-                )
-            )
+            # hashed with the paths as given: a store made before they were resolved still matches
+            h = config_hash(tcfg)
+            resolve_local_paths(tcfg)
+            trials.append(Trial(name, seed, overrides, h, OmegaConf.to_yaml(tcfg), factors.get(name, {})))
     if cfg.run_id:
         run_id = str(cfg.run_id)
         if not _SAFE_NAME.match(run_id):

@@ -42,11 +42,16 @@ def start(cfg) -> bool:
     kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR", configure_logging=True)
     mark("driver: ray.init")
     try:
-        if cfg.ray.address:
-            ray.init(address=cfg.ray.address, **kwargs)
-        else:
+        if cfg.ray.address:  # the address the probe found ('auto': RAY_ADDRESS, then this machine's cluster)
+            from ablate.sweep.cluster import resolve
+
+            ray.init(address=resolve(cfg.ray.address), **kwargs)
+        else:  # embedded means embedded: never RAY_ADDRESS's cluster, nor one `ray start` left on the machine
             ray.init(
-                num_cpus=cfg.launcher.num_cpus or os.cpu_count(), num_gpus=cfg.launcher.num_gpus, **kwargs
+                address="local",
+                num_cpus=cfg.launcher.num_cpus or os.cpu_count(),
+                num_gpus=cfg.launcher.num_gpus,
+                **kwargs,
             )
     finally:
         importer.join()
@@ -54,6 +59,18 @@ def start(cfg) -> bool:
     if cfg.ray.address:
         _check_trials_fit(cfg)
     return True
+
+
+def trial_nodes(cfg) -> list[dict]:
+    """The alive nodes that can hold one trial (a CPU-only head with --num-cpus=0 holds none)."""
+    import ray
+
+    cpu, gpu = cfg.launcher.cpus_per_trial, cfg.launcher.gpus_per_trial
+    return [
+        n
+        for n in ray.nodes()
+        if n.get("Alive") and n["Resources"].get("CPU", 0) >= cpu and n["Resources"].get("GPU", 0) >= gpu
+    ]
 
 
 def stop() -> None:
@@ -71,7 +88,7 @@ def _check_trials_fit(cfg) -> None:
 
     cpu, gpu = cfg.launcher.cpus_per_trial, cfg.launcher.gpus_per_trial
     nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
-    if not any(r.get("CPU", 0) >= cpu and r.get("GPU", 0) >= gpu for r in nodes):
+    if not trial_nodes(cfg):
         biggest = max(nodes, key=lambda r: (r.get("GPU", 0), r.get("CPU", 0)), default={})
         ray.shutdown()
         raise ConfigError(

@@ -1,8 +1,9 @@
 """Runs a Plan on Ray Tune. This module (with sweep/progress.py) owns every Ray call.
 
 Each pending (variant, seed) is one Tune trial with declared resources; actors are reused across trials so
-torch/transformers are imported once per worker, not once per trial. Results go to the store as they
-happen; Ray's own experiment directory is a temporary folder, never the record.
+torch/transformers are imported once per worker, not once per trial. Trials report every record as a Tune
+result and the driver writes the store as they arrive (ablate.sweep.recorder), so no node needs the
+driver's disk; Ray's own experiment directory is a temporary folder, never the record.
 """
 
 from __future__ import annotations
@@ -18,22 +19,17 @@ from ablate import store
 from ablate.sweep import ray_session
 from ablate.sweep.errors import SweepLocked, SystemicFailure
 from ablate.sweep.plan import Plan, Trial
+from ablate.sweep.recorder import TrialRecorder
 from ablate.sweep.trial import run_trial
 from ablate.timeline import mark
 
 
-def _tune_trainable(config: dict, specs: list[dict], run: str, logger: dict, invocation: str) -> None:
+def _tune_trainable(config: dict, specs: list[dict], warm: dict[str, bytes]) -> None:
+    """A Tune trial: every record and the outcome go back to the driver as results (it writes the store)."""
     mark("worker: trial actor called")
     from ray import tune
 
-    spec = specs[config["trial_index"]]
-    keys = ("step", "eval/positive_rate", "reward/mean")
-
-    def to_tune(rec: dict) -> None:
-        tune.report({k: rec[k] for k in keys if k in rec})
-
-    status = run_trial(spec, run, logger, invocation, to_tune)
-    tune.report({"step": -1, "ablate_status": status})
+    run_trial(specs[config["trial_index"]], tune.report, warm=warm)
 
 
 def execute(plan: Plan, cfg, progress=None) -> dict:
@@ -134,14 +130,13 @@ def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress) -> di
         if not store.is_finished(p, t.config_hash):
             p.dir.mkdir(parents=True, exist_ok=True)  # a trial Tune never started has no folder yet
             st = store.read_status(p) or {}
-            store.write_status(
-                p,
-                **{
-                    **st,
-                    "status": "failed",
-                    "error": st.get("error") or "trial did not finish (worker lost)",
-                },
-            )
+            if not st:
+                why = "not run: the sweep stopped before this trial started"
+            elif st.get("status") == "running":
+                why = "trial did not finish: the sweep stopped while it ran"
+            else:
+                why = "trial did not finish"
+            store.write_status(p, **{**st, "status": "failed", "error": st.get("error") or why})
             failed += 1
     counts["failed"] = failed
     return counts
@@ -180,9 +175,14 @@ def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
         "entity": cfg.wandb.entity,
         "mode": cfg.wandb.mode,
     }
-    trainable = tune.with_parameters(
-        _tune_trainable, specs=specs, run=str(run), logger=logger, invocation=uuid.uuid4().hex
-    )
+    invocation = uuid.uuid4().hex
+    recorders = [TrialRecorder(run, spec, invocation, logger) for spec in specs]
+    warm = {}
+    if cfg.ray.address:  # a joined cluster: nodes may not share the driver's disk (embedded, they do)
+        from ablate.sweep import warm_starts
+
+        warm = warm_starts.share(specs, cfg)
+    trainable = tune.with_parameters(_tune_trainable, specs=specs, warm=warm)
     trainable = tune.with_resources(
         trainable, {"cpu": cfg.launcher.cpus_per_trial, "gpu": cfg.launcher.gpus_per_trial}
     )
@@ -191,12 +191,15 @@ def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
 
     from ablate.sweep.fail_fast import FailFast
     from ablate.sweep.interrupt import CtrlC, StopOnCtrlC
+    from ablate.sweep.record_callback import RecordCallback
 
     # Tune logs every trial error with its traceback (~40 lines each) to the driver's stderr; the store keeps
     # each traceback in the trial's status.json and the progress display names the trial.
     logging.getLogger("ray.tune").setLevel(logging.CRITICAL)
 
-    callbacks = [FailFast(specs, run)] + ([progress.tune_callback(specs)] if progress is not None else [])
+    # The recorder first: fail-fast and the display then read a store that holds what the trial reported.
+    callbacks = [RecordCallback(recorders), FailFast(specs, run)]
+    callbacks += [progress.tune_callback(specs)] if progress is not None else []
     try:
         tuner = tune.Tuner(
             trainable,
@@ -225,6 +228,8 @@ def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
         if ctrl_c.requested:
             raise KeyboardInterrupt
     finally:
+        for r in recorders:
+            r.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -1,108 +1,95 @@
-"""One Trial into the store: config, metrics as they come, status with its cost; W&B when asked.
+"""One trial, run where it is scheduled, told as events to a sink: start, each record, then done or error.
 
-No Ray here: the Tune trainable (ablate.sweep.runner) and ``mode=train`` (ablate.__main__) both call
-``run_trial``, so a trial runs and is recorded the same way with or without a scheduler.
+The trial writes nothing: the sink is ``tune.report`` inside a Ray worker (the driver's recorder receives the
+events, ablate.sweep.recorder) or the recorder itself for ``mode=train``. So a trial on a node with its own
+disk is recorded exactly like one on the driver's node, and a trial runs the same with or without Ray.
 """
 
 from __future__ import annotations
 
-import time
+import os
+import socket
+import sys
 import traceback
-from pathlib import Path
+from collections.abc import Callable
 
-from ablate import store
 from ablate.timeline import mark
 
-
-def _wandb_run(logger: dict, trial: dict, cfg_dict: dict, directory: Path):
-    import wandb
-
-    return wandb.init(
-        project=logger["project"],
-        entity=logger["entity"],
-        mode=logger["mode"],
-        dir=str(directory),
-        group=f"{trial['sweep']}/{trial['run_id']}",
-        job_type=trial["variant"],
-        name=f"{trial['variant']}-seed{trial['seed']}",
-        config=cfg_dict,
-        reinit="finish_previous",
-    )
+EVENT = "ablate_event"  # the key that marks a Tune result as one of ours
 
 
-def run_trial(spec: dict, run: str, logger: dict, invocation: str, report_fn=None) -> str:
-    """Runs one trial into the store; used inside Ray workers (and directly by tests). Returns the status.
+def checkpoint_uri(cfg, spec: dict) -> str | None:
+    """Where this trial keeps its checkpoints: ``{train.checkpoint_dir}/{sweep}/{run_id}/{variant}/seed={n}``
+    (None when checkpoints are off). A retry or a rerun of the same trial finds them there."""
+    t = cfg.train
+    if int(t.get("checkpoint_every", 0) or 0) <= 0:
+        return None
+    base = str(t.checkpoint_dir).rstrip("/")
+    return f"{base}/{spec['sweep']}/{spec['run_id']}/{spec['variant']}/seed={spec['seed']}"
 
-    Exceptions are recorded (status 'error' with traceback) and re-raised so Tune's retry policy applies.
+
+def node_facts() -> dict:
+    """Which machine and process run this trial: hostname and pid, and the Ray node when inside Ray."""
+    facts = {"host": socket.gethostname(), "pid": os.getpid(), "node_ip": None, "node_id": None}
+    ray = sys.modules.get("ray")  # mode=train never imports Ray
+    if ray is not None and ray.is_initialized():
+        facts["node_ip"] = ray.util.get_node_ip_address()
+        facts["node_id"] = ray.get_runtime_context().get_node_id()
+    return facts
+
+
+def run_trial(
+    spec: dict,
+    emit: Callable[[dict], None],
+    show: Callable[[dict], None] | None = None,
+    warm: dict[str, bytes] | None = None,
+) -> str:
+    """Train ``spec``'s config and seed, telling ``emit`` everything the store keeps. Returns the status.
+
+    ``warm``: warm starts the driver sent (file name -> bytes), put in this node's cache first. An exception
+    is told (traceback, and whether anything was recorded yet) and re-raised, so Tune's retry policy applies.
     """
     from omegaconf import OmegaConf
 
     from ablate.trainer.core import train
 
-    p = store.trial_paths(Path(run), spec["variant"], spec["seed"])
-    p.dir.mkdir(parents=True, exist_ok=True)
-    prev = store.read_status(p) or {}
-    attempts = prev.get("attempts", 0) + 1 if prev.get("invocation") == invocation else 1
-    if p.metrics.exists():
-        p.metrics.unlink()  # an interrupted or failed attempt restarts from scratch
-    store.write_atomic(p.config, spec["config_yaml"])
-    base = {
-        "variant": spec["variant"],
-        "seed": spec["seed"],
-        "config_hash": spec["config_hash"],
-        "factors": spec["factors"],
-        "overrides": spec["overrides"],
-        "attempts": attempts,
-        "invocation": invocation,
-    }
-    started = time.time()
     mark("worker: trial started")
-    store.write_status(p, status="running", started=started, **base)
+    emit({EVENT: "start", **node_facts()})
     cfg = OmegaConf.create(spec["config_yaml"])
-    writer = store.MetricsWriter(p.metrics)
-    wb = (
-        _wandb_run(logger, spec, OmegaConf.to_container(cfg, resolve=True), p.dir)
-        if logger["name"] == "wandb"
-        else None
-    )
+    if warm:
+        from ablate.trainer.warmstart import place_warm_start
+
+        for name, data in warm.items():
+            place_warm_start(cfg.warmstart.cache_dir, name, data)
+    recorded = 0
 
     def report(rec: dict) -> None:
-        writer.write(rec)
-        if wb is not None:
-            wb.log({k: v for k, v in rec.items() if k != "step"}, step=int(rec["step"]))
-        if report_fn is not None:
-            report_fn(rec)
+        nonlocal recorded
+        recorded += 1
+        emit({EVENT: "record", "step": int(rec["step"]), "record": rec})
+        if show is not None:
+            show(rec)
 
     try:
-        result = train(cfg, spec["seed"], report)
+        result = train(cfg, spec["seed"], report, checkpoint_uri=checkpoint_uri(cfg, spec))
     except BaseException:
-        writer.close()
-        phase = "setup" if writer.count == 0 else "training"  # nothing recorded yet: it failed starting up
-        store.write_status(
-            p, status="error", started=started, ended=time.time(), error=traceback.format_exc(), phase=phase,
-            **base,
-        )  # fmt: skip
-        if wb is not None:
-            wb.finish(exit_code=1)
+        phase = "setup" if recorded == 0 else "training"  # nothing recorded yet: it failed starting up
+        emit({EVENT: "error", "error": traceback.format_exc(), "phase": phase})
         raise
-    writer.close()
     tokens = max((r.get("tokens/total", 0.0) for r in result.history), default=0.0)
-    store.write_status(
-        p,
-        status=result.status,
-        started=started,
-        ended=time.time(),
-        seconds=result.seconds,
-        setup_seconds=result.setup_seconds,
-        cpu_seconds=result.cpu_seconds,
-        gpu_seconds=result.gpu_seconds,
-        peak_rss_mb=result.peak_rss_mb,
-        n_records=writer.count,
-        tokens=tokens,
-        note=result.note,
-        **base,
+    emit(
+        {
+            EVENT: "done",
+            "status": result.status,
+            "seconds": result.seconds,
+            "setup_seconds": result.setup_seconds,
+            "cpu_seconds": result.cpu_seconds,
+            "gpu_seconds": result.gpu_seconds,
+            "peak_rss_mb": result.peak_rss_mb,
+            "tokens": tokens,
+            "note": result.note,
+            "resumed_from": result.resumed_from,
+            "checkpoint_seconds": result.checkpoint_seconds or None,
+        }
     )
-    if wb is not None:
-        wb.summary["status"] = result.status
-        wb.finish()
     return result.status

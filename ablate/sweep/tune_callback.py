@@ -6,6 +6,8 @@ from __future__ import annotations
 import yaml
 from ray import tune
 
+from ablate.sweep.trial import EVENT
+
 
 class ProgressCallback(tune.Callback):
     def __init__(self, progress, specs: list[dict]):
@@ -27,7 +29,7 @@ class ProgressCallback(tune.Callback):
         self.progress.trial_started(self.names[i], self.steps[i])
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        if result.get("step", -1) >= 0:
+        if result.get(EVENT) == "record":
             self.progress.trial_step(self._key(trial), int(result["step"]))
 
     def on_trial_complete(self, iteration, trials, trial, **info):

@@ -100,3 +100,32 @@ def load_or_train(cfg, seed: int, model, tokenizer, task) -> str | None:
             os.replace(tmp, path)
     model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return str(path)
+
+
+def warm_start_file(cfg, seed: int) -> tuple[str, bytes] | None:
+    """(file name, bytes) of the warm start of (cfg, seed), trained here unless this node's cache has it;
+    None when the config has no warm start. Lets a cluster compute each seed's once and send it to every
+    node (ablate.sweep.warm_starts), instead of once per node's own disk."""
+    from ablate.config import as_object
+    from ablate.trainer.models import build_model, build_tokenizer
+    from ablate.trainer.tasks import load_task
+
+    cfg = as_object(cfg)
+    if not cfg.warmstart.enabled or cfg.model.name != "tiny":
+        return None
+    task = load_task(cfg.task)
+    tok = build_tokenizer(cfg.model, task.alphabet)
+    model = build_model(cfg.model, tok.vocab_size, SeedStreams(seed).model_init, "cpu")
+    path = load_or_train(cfg, seed, model, tok, task)
+    return Path(path).name, Path(path).read_bytes()
+
+
+def place_warm_start(cache_dir: str, name: str, data: bytes) -> None:
+    """Put a warm start received from the driver into this node's cache (atomic; kept if already there)."""
+    cache = Path(cache_dir).expanduser()
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / name
+    if not path.exists():
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)

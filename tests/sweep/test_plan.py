@@ -53,3 +53,22 @@ def test_resources_map_onto_trial_settings():
     p = _plan("launcher.cpus_per_trial=2", "launcher.gpus_per_trial=4", "dry_run=true")
     c = OmegaConf.create(p.trials[0].config_yaml)
     assert c.train.threads == 2 and c.train.world_size == 4  # one data-parallel rank per GPU of the bundle
+
+
+def test_local_inputs_are_made_absolute_on_the_driver(tmp_path, monkeypatch):
+    """A Ray node opens paths from its own working directory: the trial's config carries absolute ones."""
+    import os
+
+    import yaml
+
+    from tests.helpers import REPO
+
+    monkeypatch.chdir(REPO)
+    ovs = ["sweep=smoke", "seeds=1", "task=gsm8k", "task.path=tests/fixtures/gsm8k", "train.checkpoint_dir=ck",
+           f"runs_dir={tmp_path}"]  # fmt: skip
+    cfg = compose(ovs)
+    plan = build_plan(cfg, ovs)
+    trial = plan.trials[0]
+    c = yaml.safe_load(trial.config_yaml)
+    assert c["task"]["path"] == str(REPO / "tests/fixtures/gsm8k")
+    assert c["train"]["checkpoint_dir"] == str(REPO / "ck") and os.path.isabs(c["warmstart"]["cache_dir"])

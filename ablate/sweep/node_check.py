@@ -1,0 +1,101 @@
+"""Before launch on a joined cluster: does every node that may run a trial have what the trial opens?
+
+Why: a task file or model folder present only on the driver's node passes the driver's own check, then fails
+on a worker (or, retried onto a lucky node, succeeds: a sweep that exits 0 with "retrying" as its only hint).
+One zero-CPU task pinned to each node that can hold a trial looks, and a missing path is refused in one line
+naming the node. Checkpoints on a local path must be the same folder on every node: the driver leaves a
+marker there, and each node must see it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import yaml
+
+from ablate.config import ConfigError
+
+TIMEOUT_S = 120.0
+
+
+def required_paths(config_yamls: list[str]) -> dict[str, str]:
+    """{path: the config key that names it} for every local input of the trials (already absolute)."""
+    need: dict[str, str] = {}
+    for text in config_yamls:
+        c = yaml.safe_load(text)
+        model, task = c["model"], c["task"]
+        if model["name"] != "tiny" and os.path.isabs(model["name"]):
+            need[os.path.join(model["name"], "config.json")] = "model.name"
+        if task["name"] != "reverse" and task.get("path") and os.path.isabs(task["path"]):
+            need[task["path"]] = "task.path"
+    return need
+
+
+def shared_checkpoint_dirs(config_yamls: list[str]) -> set[str]:
+    """The local checkpoint folders of trials that checkpoint (URIs are reached the same way from anywhere)."""
+    out = set()
+    for text in config_yamls:
+        t = yaml.safe_load(text)["train"]
+        if int(t.get("checkpoint_every") or 0) > 0 and os.path.isabs(str(t.get("checkpoint_dir", ""))):
+            out.add(t["checkpoint_dir"])
+    return out
+
+
+def _look(paths: list[str]) -> dict:
+    """Runs on the node: which of ``paths`` are missing there."""
+    import socket
+
+    return {"host": socket.gethostname(), "missing": [p for p in paths if not os.path.exists(p)]}
+
+
+def check_nodes(cfg, config_yamls: list[str]) -> None:
+    """Raise ConfigError (one line) unless every node that can hold a trial sees every local input."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from ablate.sweep.ray_session import trial_nodes
+
+    need = required_paths(config_yamls)
+    markers = {}
+    for d in sorted(shared_checkpoint_dirs(config_yamls)):
+        Path(d).mkdir(parents=True, exist_ok=True)
+        marker = Path(d) / f".ablate-visible-{uuid.uuid4().hex[:12]}"
+        marker.write_text("this folder must be the same on every node\n")
+        markers[str(marker)] = d
+    paths = sorted(need) + sorted(markers)
+    if not paths:
+        return
+    look = ray.remote(num_cpus=0)(_look)
+    nodes = trial_nodes(cfg)
+    try:
+        refs = [
+            look.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(
+                paths
+            )
+            for n in nodes
+        ]
+        try:
+            answers = ray.get(refs, timeout=TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            raise ConfigError(
+                f"checking the cluster's nodes for the trials' files: no answer within {TIMEOUT_S:.0f} s"
+            ) from None
+    finally:
+        for m in markers:
+            Path(m).unlink(missing_ok=True)
+    for n, answer in zip(nodes, answers, strict=True):
+        for p in answer["missing"]:
+            where = f"node {n['NodeManagerAddress']} (host {answer['host']})"
+            if p in markers:
+                raise ConfigError(
+                    f"train.checkpoint_dir={markers[p]!r}: {where} does not see the driver's folder there; "
+                    "checkpoints need a disk every node shares, or a URI (s3://, gs://)"
+                )
+            key = need[p]
+            shown = os.path.dirname(p) if key == "model.name" else p
+            raise ConfigError(
+                f"{key}={shown!r}: missing on {where}; copy it to every node that runs trials (same path), "
+                "or put it on a disk they share"
+            )
