@@ -223,7 +223,7 @@ def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
     if mp.checkpoint_every > 0:
         lines.append(
             f"checkpoints every {mp.checkpoint_every} steps, keep {mp.checkpoint_keep}: {_gib(mp.checkpoint_bytes)} "
-            f"each (weights + optimizer), {mp.checkpoint_saves} saves a trial, ~{mp.checkpoint_seconds / 60:.1f} min "
+            f"each (weights + optimizer), {mp.checkpoint_saves} save{'s' if mp.checkpoint_saves != 1 else ''} a trial, ~{mp.checkpoint_seconds / 60:.1f} min "
             f"of writing at an assumed {CHECKPOINT_WRITE_GBPS:g} GB/s; storage up to "
             f"{_gib(mp.checkpoint_storage)} a trial, {_gib(mp.checkpoint_storage * trials)} for {trials} trials"
         )
