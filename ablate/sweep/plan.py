@@ -27,6 +27,7 @@ from ablate.config import (
     validate_stats,
     validate_trial,
 )
+from ablate.sweep import relative
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
 LAUNCH_KEYS = (
@@ -53,8 +54,11 @@ TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmsta
 UNHASHED = {
     "warmstart": ("cache_dir",),
     "train": ("fault_step", "fault_seed", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"),
-    "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab"),
+    "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
 }
+# Keys added after stores existed: hashed only when set away from their default, so every earlier trial keeps
+# its hash (and its finished result in the store).
+HASHED_WHEN_SET = {"task": {"modules": ["arithmetic__add_or_sub"], "difficulty": [0.0, 0.1]}}
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
 
 
@@ -95,6 +99,7 @@ def resolve_local_paths(cfg: DictConfig) -> None:
         return os.path.abspath(os.path.expanduser(p))
 
     cfg.warmstart.cache_dir = absolute(cfg.warmstart.cache_dir)
+    cfg.model.cache_dir = absolute(cfg.model.cache_dir)
     if cfg.model.name != "tiny" and looks_local(cfg.model.name):
         cfg.model.name = absolute(cfg.model.name)
     if cfg.task.name != "reverse" and cfg.task.path and looks_local(cfg.task.path):
@@ -114,6 +119,9 @@ def config_hash(cfg: DictConfig) -> str:
         node = OmegaConf.to_container(cfg[section], resolve=True)
         for k in UNHASHED.get(section, ()):
             node.pop(k, None)
+        for k, default in HASHED_WHEN_SET.get(section, {}).items():
+            if node.get(k) == default:
+                node.pop(k)
         blob[section] = node
     blob["seed"] = int(cfg.seed)
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
@@ -156,25 +164,25 @@ def _variants(spec) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
     return variants, factors
 
 
-def _refuse_duplicate(name, ovs, cli, hashes, baseline) -> str | None:
-    """A variant that composes to the baseline's very trial would compare the baseline with itself. A
-    command-line override of what the variant sets is refused; a preset or plain key that pins it is returned
-    as a warning (paper1's warmup variant under the 7B preset, which already warms up). Variants that only set
-    keys outside the hash (test hooks) are the same trial by design and pass."""
+def _refuse_duplicate(name, ovs, cli, hashes, baseline) -> None:
+    """A variant that composes to the baseline's very trial would compare the baseline with itself: refused,
+    naming what pins it (a command-line override of what the variant sets, else the baseline, a preset or a
+    plain key: paper1's warmup variant under a preset that already warms up). Variants that only set keys outside
+    the hash (test hooks) are the same trial by design and pass."""
     if name == baseline or not hashes or hashes[0][0] != baseline or hashes[-1][1] != hashes[0][1]:
-        return None
+        return
     unhashed = {f"{section}.{k}" for section, keys in UNHASHED.items() for k in keys}
     if all(override_key(v) in unhashed for v in ovs):
-        return None
+        return
     clash = [ov for ov in cli if override_key(ov) in {override_key(v) for v in ovs}]
     if clash:
         raise ConfigError(
             f"{' '.join(clash)}: makes variant {name!r} identical to the baseline {baseline!r} (it overrides "
             f"what the variant changes); drop the override, or run that variant alone"
         )
-    return (
+    raise ConfigError(
         f"variant {name!r} ({' '.join(ovs)}) composes to the same trial as the baseline {baseline!r}: the "
-        "baseline, a preset or a plain key already sets it, so its row compares the baseline with itself"
+        "baseline, the preset or a plain key already sets it; change the variant or the preset"
     )
 
 
@@ -214,23 +222,33 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     variant_hashes = []
     notes: list[str] = []
     composer = Composer()
+    shared = merge_overrides(list(spec.overrides), list(spec.baseline_overrides), trial_cli)
+    reference = None  # what relative values (optim.lr=x3) multiply: the sweep before any variant's settings
+    if any(relative.is_relative(ov) for ovs in [shared, *variants.values()] for ov in ovs):
+        try:
+            reference = composer.compose([ov for ov in shared if not relative.is_relative(ov)])
+        except ConfigError as e:
+            raise ConfigError(f"sweep {spec.name!r}: {e}") from None
     for name, ovs in variants.items():
         for ov in ovs:
             if is_launch_override(ov):
                 raise ConfigError(
                     f"sweep variant {name!r}: override {ov!r} sets a launch key, not a trial setting"
                 )
-        overrides = merge_overrides(list(spec.overrides), list(spec.baseline_overrides), trial_cli, ovs)
+        overrides = merge_overrides(shared, ovs)
         try:
+            if reference is not None:
+                overrides = relative.absolute(overrides, reference)
             base = composer.compose(overrides)
             validate_trial(base)
             validate_metric(spec.metric, base.train.eval_every)
         except ConfigError as e:
             raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None
         variant_hashes.append((name, config_hash(base)))
-        same = _refuse_duplicate(name, ovs, trial_cli, variant_hashes, spec.baseline)
-        if same:
-            notes.append(same)
+        try:
+            _refuse_duplicate(name, ovs, trial_cli, variant_hashes, spec.baseline)
+        except ConfigError as e:
+            raise ConfigError(f"sweep {spec.name!r}: {e}") from None
         for seed in seeds:
             tcfg = base.copy()
             tcfg.seed = seed

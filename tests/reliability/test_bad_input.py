@@ -99,7 +99,7 @@ BAD = [
     (["sweep=smoke", "ray.address=127.0.0.1:1"], "ray.address='127.0.0.1:1': no Ray cluster answers"),
     (["sweep=smoke", "ray.address=nonsense"], "ray.address='nonsense': expected host:port"),
     (["sweep=smoke", "launcher.cpus_per_trial=4096"], "launcher.cpus_per_trial=4096.0: more than the"),
-    (["sweep=technique_matrix", "algo.responses_per_prompt=100000"], "add force=true"),
+    (["sweep=smoke", "algo.responses_per_prompt=100000"], "add force=true"),
     (["sweep=technique_matrix", "entropy=off"], "makes variant 'entropy_off' identical to the baseline"),
     (["sweep=technique_matrix", "--cfg", "job", "variant=nope"], "variant='nope': not in sweep"),
     (["-m", "seeds=1,2"], "seeds=1,2: -m sweeps over trial settings; seeds is a launch key"),

@@ -22,7 +22,7 @@ def test_cfg_job_shows_the_baseline_trial_of_a_sweep(capsys):
     assert main(["sweep=paper1_hparam_scan", "--cfg", "job"]) == 0
     out = capsys.readouterr().out
     cfg = _yaml_after_comment(out)
-    assert "variant lr=mid,batch=8,k=8" in out
+    assert "variant lr=mid,batch=full,k=8" in out
     assert cfg["algo"]["update_epochs"] == 1 and cfg["algo"]["entropy"]["coef"] == 0.0  # mu=1, entropy off
     assert cfg["optim"]["lr"] == 3e-4 and cfg["mode"] == "train"
     assert main(["sweep=technique_matrix", "--cfg", "job", "variant=k_16", "train.steps=7"]) == 0
@@ -67,7 +67,10 @@ def test_mode_train_keeps_its_output_in_the_store(tmp_path):
     assert "algo:" in (trial / "config.yaml").read_text() and f"store: {trial}" in proc.stdout
 
 
-def test_a_variant_pinned_to_the_baseline_is_named_in_a_warning(capsys):
-    assert main(["sweep=technique_matrix", "algo.responses_per_prompt=12", "dry_run=true"]) == 0
-    err = capsys.readouterr().err
-    assert "warning: variant 'k_4' (k=4) composes to the same trial as the baseline 'baseline'" in err
+def test_a_variant_pinned_to_the_baseline_is_refused_in_one_line(capsys):
+    assert main(["sweep=technique_matrix", "algo.responses_per_prompt=12", "dry_run=true"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: sweep 'technique_matrix': variant 'k_4' (k=4) composes to the same trial as the baseline "
+        "'baseline': the baseline, the preset or a plain key already sets it; change the variant or the preset"
+    ]
