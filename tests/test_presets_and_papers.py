@@ -78,12 +78,53 @@ def test_paper_variants_stay_distinct_under_the_7b_preset(sweep):
     """The preset sets its techniques as group choices, so a variant's own choice still wins."""
     overrides = [f"sweep={sweep}", "preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B"]
     plan = build_plan(compose(overrides), overrides)
-    hashes = {t.config_hash for t in plan.trials}
-    if sweep == "paper1_hparam_scan":  # its warmup variant adds what the preset already has: said, not hidden
-        assert len(plan.warnings) == 1 and "'warmup_0.1'" in plan.warnings[0]
-        assert len(hashes) == len(plan.trials) - 1
-    else:
-        assert plan.warnings == [] and len(hashes) == len(plan.trials)
+    assert plan.warnings == [] and len({t.config_hash for t in plan.trials}) == len(plan.trials)
+
+
+@pytest.mark.parametrize("sweep", PAPERS)
+def test_paper_variants_fit_the_7b_preset_scale(sweep):
+    """Every variant under the preset trains at the papers' scale, not the tiny model's (lr 1e-3, 4 prompts)."""
+    overrides = [f"sweep={sweep}", "preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-1.5B"]
+    for t in build_plan(compose(overrides), overrides).trials:
+        c = OmegaConf.create(t.config_yaml)
+        assert 1e-7 <= c.optim.lr <= 1e-5, (t.variant, c.optim.lr)
+        assert 128 <= c.train.prompts_per_step <= 1024, (t.variant, c.train.prompts_per_step)
+        assert 4 <= c.algo.responses_per_prompt <= 32, (t.variant, c.algo.responses_per_prompt)
+
+
+def test_paper1_lr_and_batch_are_relative_to_the_scale():
+    """x1/3, x1, x10/3 of the model's lr and x1/2, x1 of its batch: the tiny model's old absolute values, and
+    the preset's own scale under the preset."""
+
+    def cells(extra):
+        ov = ["sweep=paper1_hparam_scan", *extra]
+        return {t.variant: OmegaConf.create(t.config_yaml) for t in build_plan(compose(ov), ov).trials}
+
+    tiny = cells([])
+    assert [tiny[f"lr={lv},batch=full,k=8"].optim.lr for lv in ("low", "mid", "high")] == [1e-4, 3e-4, 1e-3]
+    assert tiny["lr=mid,batch=half,k=8"].train.prompts_per_step == 4
+    big = cells(["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-1.5B"])
+    assert [big[f"lr={lv},batch=full,k=8"].optim.lr for lv in ("low", "mid", "high")] == [
+        6.66666666667e-07, 2e-06, 6.66666666667e-06]  # fmt: skip
+    assert big["lr=mid,batch=half,k=8"].train.prompts_per_step == 256
+    assert big["lr=mid,batch=full,k=8"].optim.warmup_ratio == 0.0  # plain GRPO: the warmup is a variant
+    assert big["warmup_0.1"].optim.warmup_ratio == 0.1
+    # the command line sets the reference: x10/3 of a given lr
+    assert cells(["optim.lr=3e-6"])["lr=high,batch=full,k=8"].optim.lr == 1e-5
+
+
+def test_a_variant_a_preset_pins_to_the_baseline_is_refused(tmp_path):
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "warm.yaml").write_text(
+        "# @package sweep\nname: warm\nbaseline: baseline\nvariants:\n  warmup: [optim.warmup_ratio=0.1]\n"
+    )
+    from ablate.config import ConfigError
+
+    ov = [f"hydra.searchpath=[file://{tmp_path}]", "sweep=warm"]
+    assert len(build_plan(compose(ov), ov).variants) == 2  # distinct on the tiny model
+    ov += ["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-1.5B"]  # which already warms up 10%
+    with pytest.raises(ConfigError, match="variant 'warmup' .* composes to the same trial as the baseline"):
+        build_plan(compose(ov), ov)
 
 
 @pytest.mark.slow
@@ -95,3 +136,29 @@ def test_paper_sweep_toy_run_completes(sweep, tmp_path):
     run = the_run(tmp_path, sweep)
     assert set(statuses(run).values()) == {"done"}
     assert (tmp_path / "reports" / sweep / run.name / "report.md").exists()
+
+
+@pytest.mark.parametrize(
+    "overrides, lr, response_len",
+    [
+        (["model=smollm2"], 1e-5, 64),
+        (["model=hf", "model.name=some/model"], 1e-6, 256),
+        (["preset=real_cpu"], 1e-5, 48),
+    ],
+)
+def test_real_models_bring_their_own_scale(overrides, lr, response_len):
+    """Not the tiny model's lr 3e-4 and entropy bonus; a command-line choice still wins over them."""
+    cfg = compose(overrides)
+    assert (cfg.optim.lr, cfg.algo.entropy.coef, cfg.rollout.max_response_length) == (lr, 0.0, response_len)
+    assert compose([*overrides, "entropy=annealed", "optim.lr=3e-6"]).algo.entropy.coef == 0.003
+    tiny = compose([])
+    assert (tiny.optim.lr, tiny.algo.entropy.coef, tiny.rollout.max_response_length) == (3e-4, 0.003, 10)
+
+
+def test_keys_hashed_only_when_set_default_to_the_schema():
+    """Keys added after stores existed are left out of the hash at their default: the two must agree."""
+    from ablate.config.schema import TaskConfig
+    from ablate.sweep.plan import HASHED_WHEN_SET
+
+    for key, default in HASHED_WHEN_SET["task"].items():
+        assert getattr(TaskConfig(), key) == default

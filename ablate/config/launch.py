@@ -87,7 +87,13 @@ def _check_model_and_paths(cfg) -> None:
         _fail(
             "model.name", name, "model=hf needs a hub id or a local model directory: model.name=<id or dir>"
         )
-    if name != "tiny" and looks_local(name):
+    from ablate.trainer import packaged
+
+    if packaged.is_packaged(name) and not looks_local(name):
+        why = packaged.missing_reason(name)
+        if why:
+            _fail("model.name", name, why)
+    elif name != "tiny" and looks_local(name):
         path = os.path.expanduser(name)
         if not os.path.isdir(path) or not os.path.exists(os.path.join(path, "config.json")):
             _fail("model.name", name, "no model directory there (a local model needs its config.json)")

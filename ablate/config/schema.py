@@ -19,7 +19,9 @@ class ConfigError(ValueError):
 
 @dataclass
 class ModelConfig:
-    name: str = "tiny"  # "tiny" = embedded Llama-style model; otherwise an HF hub id or a local path
+    name: str = (
+        "tiny"  # "tiny" = embedded Llama-style model; "smollm2" = packaged; else an HF hub id or local path
+    )
     hidden_size: int = 64  # tiny model only
     intermediate_size: int = 128
     num_layers: int = 2
@@ -29,6 +31,8 @@ class ModelConfig:
     dtype: str = "bfloat16"  # HF models on GPU; CPU always computes in float32
     gradient_checkpointing: bool = False  # trades compute for memory on large models; never worth it on CPU
     chat_template: bool = True  # wrap prompts with the tokenizer's chat template where it has one
+    # a packaged model (model=smollm2) is converted once into {cache_dir}/models/ on each node
+    cache_dir: str = "${oc.env:ABLATE_CACHE,.cache/ablate}"
     # Declared shape of a hub model, for the memory planner only (ablate/sweep/memory.py; a local model
     # directory's config.json is read instead). 0 = unknown: no memory plan, no check.
     params_b: float = 0.0  # parameters, in billions
@@ -41,7 +45,7 @@ class ModelConfig:
 
 @dataclass
 class TaskConfig:
-    name: str = "reverse"  # reverse (embedded, synthetic) | gsm8k | math
+    name: str = "reverse"  # reverse (embedded, synthetic) | arithmetic (generated) | gsm8k | math
     verifier: str = "exact"  # rule verifier: exact | math
     reward_scale: float = 1.0  # multiplies the whole reward (a scale GRPO's std division should cancel)
     format_weight: float = 0.0  # bonus for a well-formed answer, on top of correctness
@@ -66,6 +70,9 @@ class TaskConfig:
     prompt_template: str = "{question}\nPut the final answer in \\boxed{{}}."
     max_eval: int = 128
     max_prompt_length: int = 0  # prompts longer than this many tokens are dropped (0 = keep all)
+    # task=arithmetic: mathematics_dataset's generator (n_train/n_eval/data_seed above apply)
+    modules: list[str] = field(default_factory=lambda: ["arithmetic__add_or_sub"])
+    difficulty: list[float] = field(default_factory=lambda: [0.0, 0.1])  # part of each module's entropy range
 
 
 @dataclass

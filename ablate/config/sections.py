@@ -152,6 +152,22 @@ def check_task(cfg) -> None:
                 r.max_response_length,
                 f"must be >= task.max_len + 3 = {t.max_len + 3} (answer, two format tokens, EOS)",
             )
+    elif t.name == "arithmetic":
+        _at_least("task.n_train", t.n_train, 1)
+        _at_least("task.n_eval", t.n_eval, 1)
+        if not t.modules:
+            _fail(
+                "task.modules",
+                list(t.modules),
+                "name at least one generator module, e.g. [arithmetic__add_or_sub]",
+            )
+        d = list(t.difficulty)
+        if len(d) != 2 or not 0.0 <= d[0] < d[1] <= 1.0:
+            _fail(
+                "task.difficulty",
+                d,
+                "must be [low, high] with 0 <= low < high <= 1 (parts of the entropy range)",
+            )
     elif not t.path:
         _fail("task.path", t.path, f"task.name={t.name} needs a hub dataset name or a local file")
 

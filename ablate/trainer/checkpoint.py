@@ -44,7 +44,7 @@ _STEP_DIR = re.compile(r"^step-(\d+)$")
 IGNORED = {
     "train": ("fault_step", "fault_seed", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"),
     "warmstart": ("cache_dir",),
-    "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab"),
+    "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
 }
 TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
 

@@ -57,11 +57,12 @@ class HFTokenizer:
 
     def encode(self, text: str, bos: bool = True) -> list[int]:
         if self.use_chat_template:
-            return list(
-                self.tok.apply_chat_template(
-                    [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
-                )
+            # render, then tokenize: tokenize=True returns a BatchEncoding under transformers 5 and a list
+            # before it; the rendered text already holds the template's special tokens
+            rendered = self.tok.apply_chat_template(
+                [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False
             )
+            return self.tok(rendered, add_special_tokens=False)["input_ids"]
         return self.tok(text, add_special_tokens=bos)["input_ids"]
 
     def decode(self, ids) -> str:
@@ -74,12 +75,21 @@ class HFTokenizer:
         return self.tok(text, add_special_tokens=False)["input_ids"]
 
 
+def model_path(model_cfg) -> str:
+    """What transformers loads: a packaged model's converted folder (made on first use), else model.name."""
+    from ablate.trainer import packaged
+
+    if packaged.is_packaged(model_cfg.name):
+        return packaged.model_folder(model_cfg.name, model_cfg.cache_dir)
+    return model_cfg.name
+
+
 def build_tokenizer(model_cfg, alphabet: str):
     if model_cfg.name == "tiny":
         return CharTokenizer(alphabet)
     from transformers import AutoTokenizer
 
-    return HFTokenizer(AutoTokenizer.from_pretrained(model_cfg.name), model_cfg.chat_template)
+    return HFTokenizer(AutoTokenizer.from_pretrained(model_path(model_cfg)), model_cfg.chat_template)
 
 
 def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
@@ -116,7 +126,7 @@ def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
         if device == "cpu" and dtype != torch.float32:
             dtype = torch.float32  # bf16 matmuls on CPU are slow and lossy; bf16 is for GPUs
         model = AutoModelForCausalLM.from_pretrained(
-            model_cfg.name, dtype=dtype, attn_implementation=model_cfg.attn_implementation
+            model_path(model_cfg), dtype=dtype, attn_implementation=model_cfg.attn_implementation
         )
         if model_cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable()

@@ -69,3 +69,48 @@ def test_math_verifier_works_in_a_thread_as_in_a_ray_trial():
     t.start()
     t.join()
     assert got and got[0].correct == 1.0
+
+
+def _arithmetic(**kw):
+    from ablate.compose import compose
+
+    cfg = compose(
+        ["task=arithmetic", "task.n_train=40", "task.n_eval=20", *[f"task.{k}={v}" for k, v in kw.items()]]
+    )
+    return load_task(cfg.task)
+
+
+def test_arithmetic_problems_are_fixed_by_data_seed_and_held_out():
+    import random
+
+    import numpy as np
+
+    random.seed(5)
+    np.random.seed(5)
+    before = (random.random(), np.random.rand())
+    random.seed(5)
+    np.random.seed(5)
+    a, b = _arithmetic(), _arithmetic()
+    assert (random.random(), np.random.rand()) == before  # the trial's own global streams are untouched
+    assert [p.prompt for p in a.train] == [p.prompt for p in b.train] and len(a.train) == 40
+    assert not {p.prompt for p in a.eval} & {p.prompt for p in a.train} and len(a.eval) == 20
+    other = _arithmetic(data_seed=7)
+    assert [p.prompt for p in other.train] != [p.prompt for p in a.train]
+    p = a.train[0]
+    assert "\\boxed{}" in p.prompt and p.answer.lstrip("-").isdigit()
+    assert verify_math(f"It is \\boxed{{{p.answer}}}", p).correct == 1.0
+    assert verify_math("It is \\boxed{99999}", p).correct == 0.0
+
+
+def test_arithmetic_modules_and_difficulty_are_checked():
+    with pytest.raises(
+        ValueError, match="unknown module 'arithmetic__nope'; the generator has .*arithmetic__mul"
+    ):
+        _arithmetic(modules="[arithmetic__nope]")
+    from ablate.compose import compose
+    from ablate.config import ConfigError, validate_trial
+
+    with pytest.raises(ConfigError, match=r"task.difficulty=\[0.5, 0.2\]: must be \[low, high\]"):
+        validate_trial(compose(["task=arithmetic", "task.difficulty=[0.5,0.2]"]))
+    mul = _arithmetic(modules="[arithmetic__mul]")
+    assert len(mul.train) == 40 and all(p.level == 0 for p in mul.train)
