@@ -131,7 +131,8 @@ def test_a_failure_every_trial_shares_stops_the_sweep_early(tmp_path):
     data = tmp_path / "gsm8k"
     data.mkdir()
     (data / "test.jsonl").write_text('{"question": "1+1?", "answer": "#### 2"}\n')  # no train split
-    sp = write_sweep(tmp_path / "sweeps", "broken", {"entropy_off": ["entropy=off"], "k_4": ["k=4"]})
+    # K variants: model=hf has no entropy bonus, so an entropy_off variant would be the baseline itself
+    sp = write_sweep(tmp_path / "sweeps", "broken", {"k_2": ["k=2"], "k_4": ["k=4"]})
     proc = cli(
         [sp, "sweep=broken", "seeds=4", "task=gsm8k", f"task.path={data}", "model=hf",
          f"model.name={_tiny_hf(tmp_path)}", "launcher.max_failures=0", "rollout.max_response_length=8", "progress=false"],
