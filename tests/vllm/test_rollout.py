@@ -26,8 +26,13 @@ MAX_NEW = 8
 def trainer(model_dir):
     from ablate.compose import compose
 
-    # lr high enough that a step visibly moves the logprobs (a stale engine would then fail the checks)
-    overrides = vllm_overrides(model_dir) + [f"rollout.temperature={TEMPERATURE}", "optim.lr=1e-2"]
+    # lr high enough that a step visibly moves the logprobs (a stale engine would then fail the checks); the
+    # entropy bonus gives a gradient when every reward ties (model=hf has none by default)
+    overrides = vllm_overrides(model_dir) + [
+        f"rollout.temperature={TEMPERATURE}",
+        "optim.lr=1e-2",
+        "entropy=constant",
+    ]
     return Trainer(compose(overrides), 0)
 
 
