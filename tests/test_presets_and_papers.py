@@ -155,10 +155,14 @@ def test_real_models_bring_their_own_scale(overrides, lr, response_len):
     assert (tiny.optim.lr, tiny.algo.entropy.coef, tiny.rollout.max_response_length) == (3e-4, 0.003, 10)
 
 
-def test_keys_hashed_only_when_set_default_to_the_schema():
-    """Keys added after stores existed are left out of the hash at their default: the two must agree."""
-    from ablate.config.schema import TaskConfig
-    from ablate.sweep.plan import HASHED_WHEN_SET
+def test_keys_added_later_enter_the_hash_only_when_set():
+    """task.modules/difficulty at their default leave a trial's hash as it was before they existed; set, they
+    make another trial."""
+    from ablate.sweep.plan import config_hash
 
-    for key, default in HASHED_WHEN_SET["task"].items():
-        assert getattr(TaskConfig(), key) == default
+    base = config_hash(compose([]))
+    assert (
+        config_hash(compose(["task.modules=[arithmetic__add_or_sub]", "task.difficulty=[0.0,0.1]"])) == base
+    )
+    assert config_hash(compose(["task.modules=[arithmetic__mul]"])) != base
+    assert config_hash(compose(["task.difficulty=[0.0,0.2]"])) != base

@@ -19,9 +19,7 @@ class ConfigError(ValueError):
 
 @dataclass
 class ModelConfig:
-    name: str = (
-        "tiny"  # "tiny" = embedded Llama-style model; "smollm2" = packaged; else an HF hub id or local path
-    )
+    name: str = "tiny"  # tiny (embedded) | smollm2 (packaged, offline) | an HF hub id or a local path
     hidden_size: int = 64  # tiny model only
     intermediate_size: int = 128
     num_layers: int = 2

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from ablate.compose import Composer, merge_overrides, override_key
 from ablate.config import (
     ConfigError,
+    TaskConfig,
     parse_seeds,
     validate_auto_seeds,
     validate_metric,
@@ -56,9 +57,9 @@ UNHASHED = {
     "train": ("fault_step", "fault_seed", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"),
     "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
 }
-# Keys added after stores existed: hashed only when set away from their default, so every earlier trial keeps
-# its hash (and its finished result in the store).
-HASHED_WHEN_SET = {"task": {"modules": ["arithmetic__add_or_sub"], "difficulty": [0.0, 0.1]}}
+# Keys added after stores existed: hashed only when set away from their schema default, so every earlier trial
+# keeps its hash (and its finished result in the store).
+HASHED_WHEN_SET = {"task": {k: getattr(TaskConfig(), k) for k in ("modules", "difficulty")}}
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
 
 

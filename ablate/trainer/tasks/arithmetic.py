@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import random
-import sys
 
 from ablate.trainer.tasks.base import TASKS, Problem, TaskData
 
@@ -21,8 +20,8 @@ from ablate.trainer.tasks.base import TASKS, Problem, TaskData
 def _sympy_shim() -> None:
     """mathematics_dataset 1.0.1 imports ``base_solution_linear`` from ``sympy.solvers.diophantine``; sympy
     >= 1.7 keeps it in ``sympy.solvers.diophantine.diophantine``."""
-    importlib.import_module("sympy.solvers.diophantine")
-    pkg = sys.modules["sympy.solvers.diophantine"]  # the attribute of sympy.solvers is the function
+    # the module itself: ``sympy.solvers.diophantine`` as an attribute of sympy.solvers is the function
+    pkg = importlib.import_module("sympy.solvers.diophantine")
     if not hasattr(pkg, "base_solution_linear"):
         from sympy.solvers.diophantine.diophantine import base_solution_linear
 
