@@ -35,7 +35,25 @@ HINTS = {
     "max_steps": "here train.steps=<n>",
     "entropy_coeff": "here algo.entropy.coef=<c> (entropy=constant or entropy=annealed)",
     "use_kl_loss": "here kl=k3_loss (true) or kl=none (false)",
+    # verl's config tree, read by their last name (actor_rollout_ref.actor.kl_loss_coef -> kl_loss_coef)
+    "kl_loss_coef": "verl's KL loss weight: here algo.kl.coef=<coef> with kl=k3_loss",
+    "kl_loss_type": "verl's KL estimator: here kl=k3_loss (low_var_kl) or kl=k2_loss (mse); kl=k1_reward puts k1 "
+    "in the reward",
+    "adv_estimator": "here the advantage is always GRPO's; its normalization is adv_norm=group | group_nostd | "
+    "batch | group_mean_batch_std | none",
+    "norm_adv_by_std_in_grpo": "here adv_norm=group (true) or adv_norm=group_nostd (false)",
+    "train_batch_size": "verl's prompts per step: here train.prompts_per_step=<n>",
+    "ppo_mini_batch_size": "here train.micro_batch_size=<rows> x train.grad_accum=<n> rows per optimizer step",
+    "ppo_micro_batch_size_per_gpu": "here train.micro_batch_size=<rows>",
+    "max_response_length": "here rollout.max_response_length=<n>",
+    "clip_ratio_low": "here algo.clip.epsilon=<eps>",
+    "clip_ratio_high": "clip-higher: here algo.clip.epsilon_high=<eps> (or clip=clip_higher)",
+    "total_training_steps": "here train.steps=<n>",
+    "total_epochs": "here train.steps=<n> (RL steps)",
+    "filter_groups": "DAPO's dynamic sampling: here dynamic_sampling=dapo (or drop_zero_std)",
 }
+# The roots of verl's config tree: a key under one of them is read by its last name.
+FOREIGN_ROOTS = ("actor_rollout_ref", "algorithm", "data", "critic", "reward_model", "trainer", "actor")
 
 # Group -> the plain key that takes any value the group's option files do not list.
 PLAIN_KEYS = {
@@ -45,4 +63,7 @@ PLAIN_KEYS = {
 
 
 def hint(override_key: str) -> str | None:
-    return HINTS.get(override_key.lstrip("+~"))
+    key = override_key.lstrip("+~")
+    if key.split(".")[0] in FOREIGN_ROOTS and key not in HINTS:
+        return HINTS.get(key.rsplit(".", 1)[-1], f"{key.split('.')[0]}.* is verl's config tree, not ablate's")
+    return HINTS.get(key)

@@ -80,17 +80,23 @@ def _last(overrides: list[str], key: str) -> tuple[bool, str | None]:
 
 
 def _typed(key: str, raw: str | None, groups: set[str]) -> Any:
-    """A group choice stays the option's name ('off', '16'); a plain key's value is parsed (0.01 -> float)."""
+    """A group choice stays the option's name ('off'; a number for numeric options: 16); a plain key's value is
+    parsed (0.01 -> float)."""
     import yaml
 
     if raw is None:
         return None
     if key in groups:
-        return raw.strip("'\"")
+        return _option(raw.strip("'\""))
     try:
         return yaml.safe_load(raw)
     except yaml.YAMLError:
         return raw
+
+
+def _option(name: str | None) -> Any:
+    """A group option's name, as a number when it is one (k=16, update_epochs=4): columns sort 4, 8, 16."""
+    return int(name) if name is not None and name.isdigit() else name
 
 
 def _conf_defaults() -> tuple[set[str], dict[str, str]]:
@@ -131,7 +137,7 @@ def _baseline_value(run: Path, plan: dict, key: str, groups: set[str], defaults:
     if found:
         return _typed(key, raw, groups)
     if key in groups:
-        return defaults.get(key)
+        return _option(defaults.get(key))
     for seed in plan["seeds"]:
         node = trial_config(run, base, seed)
         if node is None:

@@ -68,13 +68,25 @@ def _one_line(exc: Exception, overrides: list[str]) -> str:
         return f"{m.group(1)}: no such config group; groups: {', '.join(group_names())}"
     m = re.search(r"Key '([^']+)' not in '([^']+)'", msg)
     if m:
+        from ablate.config.keys import did_you_mean
+
         full = re.search(r"full_key: (\S+)", msg)
-        return f"{full.group(1) if full else m.group(1)}: no such key in {m.group(2)}"
+        key = full.group(1) if full else m.group(1)
+        return f"{key}: no such key in {m.group(2)}{did_you_mean(key, tuple(group_names()))}"
     m = re.search(r"Value '([^']*)' is not a valid (\w+)", msg)
     if m:
         full = re.search(r"full_key: (\S+)", msg)
         kind = {"bool": "bool (true or false)"}.get(m.group(2), m.group(2))
         return f"{full.group(1) if full else '?'}={m.group(1)!r}: must be of type {kind}"
+    m = re.search(r"(?:Value (\S+) \((\w+)\)|'(\w+)') is incompatible with type hint '([^']+)'", msg)
+    if m:  # a sweep file's value of the wrong shape (variants: {a: k=4} instead of {a: [k=4]})
+        full = re.search(r"full_key: (\S+)", msg)
+        key = full.group(1) if full else "?"
+        what = f"{key}={m.group(1)}: a {m.group(2)}" if m.group(1) else f"{key}: a mapping ({m.group(3)})"
+        want = (
+            "a list of overrides, e.g. [k=4]" if "List" in m.group(4) else m.group(4).replace("typing.", "")
+        )
+        return f"{what}, must be {want}"
     m = re.search(r"Ambiguous value for argument '([^']+)'", msg)
     if m:
         return (
@@ -146,9 +158,27 @@ def _refuse_foreign_names(overrides: list[str]) -> None:
             raise ConfigError(f"{ov}: not an ablate key; {h}")
 
 
+def _refuse_unknown_appends(overrides: list[str]) -> None:
+    """Hydra's ``+key=value`` appends a key the schema may not have: one that no trial reads would still change
+    the trial's hash. Only a group, or a path the schema has or leaves free-form, may be appended."""
+    from ablate.config.keys import did_you_mean, is_known_path
+
+    groups = None
+    for ov in overrides:
+        if not ov.startswith("+"):
+            continue
+        key = override_key(ov)
+        groups = groups or set(group_names())
+        if key.split("@")[0] not in groups and not is_known_path(key):
+            raise ConfigError(
+                f"{ov}: no such key ('+' adds a key that no trial would read){did_you_mean(key, tuple(groups))}"
+            )
+
+
 def compose(overrides: list[str] | None = None) -> DictConfig:
     """Compose conf/config.yaml with ``overrides``; raises ConfigError with one line on any composition error."""
     _refuse_foreign_names(list(overrides or []))
+    _refuse_unknown_appends(list(overrides or []))
     overrides = _quote_numeric_groups(list(overrides or []))
     return _resolved(_hydra_compose(overrides), overrides)
 
@@ -177,6 +207,7 @@ class Composer:
     def compose(self, overrides: list[str]) -> DictConfig:
         if self._apply is None:
             return compose(overrides)
+        _refuse_unknown_appends(overrides)
         overrides = _quote_numeric_groups(list(overrides))
         groups = tuple(ov for ov in overrides if override_key(ov).split("@")[0] in self._groups)
         values = [ov for ov in overrides if ov not in groups]

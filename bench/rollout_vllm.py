@@ -1,7 +1,8 @@
 """Rollout backends head to head: vLLM (its CPU build here) vs ablate's HF sampler on the same batch.
 
-Run in the vLLM venv: `.venv-vllm/bin/python -m bench.rollout_vllm` (make test-vllm builds it). Both sample
-from the same tiny HF Llama (head size 32, as vLLM's CPU kernels need) the same prompts x K rows; engine
+Run in the vLLM venv: `.venv-vllm/bin/python -m bench.rollout_vllm [--model smollm2]` (make test-vllm builds
+it). Both sample from the same model (a tiny HF Llama with head size 32, as vLLM's CPU kernels need, or the
+packaged SmolLM2-135M on arithmetic prompts) the same prompts x K rows; engine
 start-up and the first (warm-up) call are excluded, then the two are timed in interleaved blocks and each
 figure is the min over blocks. Prints a table and one JSON line.
 """
@@ -20,7 +21,8 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
 
-def run(prompts: int = 8, k: int = 8, new_tokens: int = 16, blocks: int = 5) -> dict:
+def run(prompts: int = 8, k: int = 8, new_tokens: int = 16, blocks: int = 5, model: str = "tiny") -> dict:
+    """``model``: "tiny" (a random HF Llama, head size 32) or "smollm2" (the packaged real model on arithmetic)."""
     import torch
 
     from ablate.compose import compose
@@ -29,12 +31,15 @@ def run(prompts: int = 8, k: int = 8, new_tokens: int = 16, blocks: int = 5) -> 
     from ablate.trainer.rollout import SamplingParams
     from ablate.trainer.rollout.hf import HFRollout
 
-    model = save_tiny_hf_model(
-        Path(tempfile.mkdtemp(prefix="ablate-bench-vllm-")) / "m", hidden_size=128, num_heads=4
-    )
+    if model == "smollm2":
+        which = ["model=smollm2", "task=arithmetic", "task.n_eval=4"]
+    else:
+        folder = save_tiny_hf_model(
+            Path(tempfile.mkdtemp(prefix="ablate-bench-vllm-")) / "m", hidden_size=128, num_heads=4
+        )
+        which = ["model=hf", f"model.name={folder}", "task=gsm8k", f"task.path={FIXTURES / 'gsm8k'}"]
     cfg = compose(
-        ["model=hf", f"model.name={model}", "model.dtype=float32", "rollout=vllm", "task=gsm8k",
-         f"task.path={FIXTURES / 'gsm8k'}", f"rollout.max_response_length={new_tokens}", f"k={k}",
+        [*which, "model.dtype=float32", "rollout=vllm", f"rollout.max_response_length={new_tokens}", f"k={k}",
          f"train.prompts_per_step={prompts}"]
     )  # fmt: skip
     t = Trainer(cfg, 0)
@@ -53,6 +58,7 @@ def run(prompts: int = 8, k: int = 8, new_tokens: int = 16, blocks: int = 5) -> 
             times[name].append(time.perf_counter() - t0)
             tokens[name] = float(rb.lengths.sum())
     out = {
+        "model": model,
         "rows": len(batch),
         "new_tokens": new_tokens,
         "threads": torch.get_num_threads(),
@@ -66,9 +72,14 @@ def run(prompts: int = 8, k: int = 8, new_tokens: int = 16, blocks: int = 5) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--blocks", type=int, default=5)
-    r = run(blocks=ap.parse_args().blocks)
+    ap.add_argument("--model", choices=["tiny", "smollm2"], default="tiny")
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--new-tokens", type=int, default=16)
+    a = ap.parse_args()
+    r = run(a.prompts, a.k, a.new_tokens, a.blocks, a.model)
     print(
-        f"\n== rollout, {r['rows']} rows x {r['new_tokens']} new tokens, same tiny HF model, start-up excluded"
+        f"\n== rollout, {r['rows']} rows x {r['new_tokens']} new tokens, same {a.model} model, start-up excluded"
     )
     print(f"  vLLM (CPU build) {r['vllm_ms_min']:8.1f} ms  {r['vllm_tokens_per_s']:8.0f} tok/s")
     print(f"  HF (ablate)      {r['hf_ms_min']:8.1f} ms  {r['hf_tokens_per_s']:8.0f} tok/s")

@@ -93,12 +93,15 @@ def test_factor_columns_fall_back_to_the_baselines_value(tmp_path):
 
 
 def test_group_factor_defaults_to_the_conf_default(tmp_path):
-    run = simulated_run(tmp_path / "runs", {"base": 0.0, "k16": 0.0}, seeds=2, steps=10)
+    run = simulated_run(tmp_path / "runs", {"base": 0.0, "k16": 0.0, "k4": 0.0}, seeds=2, steps=10)
     plan = json.loads((run / "plan.json").read_text())
-    plan["variants"] = {"base": [], "k16": ["k=16"]}
+    plan["variants"] = {"base": [], "k16": ["k=16"], "k4": ["k='4'"]}
     (run / "plan.json").write_text(json.dumps(plan))
-    by = ablate.load_run(run).trials.set_index(["variant", "seed"])
-    assert by.loc[("k16", 0), "k"] == "16" and by.loc[("base", 0), "k"] == "8"  # conf/config.yaml: k: "8"
+    trials = ablate.load_run(run).trials
+    by = trials.set_index(["variant", "seed"])
+    assert by.loc[("k16", 0), "k"] == 16 and by.loc[("base", 0), "k"] == 8  # conf/config.yaml: k: "8"
+    assert by.loc[("k4", 0), "k"] == 4  # numeric options are numbers: groupby sorts 4, 8, 16
+    assert list(trials.groupby("k").final.mean().index) == [4, 8, 16]
 
 
 @pytest.mark.parametrize(

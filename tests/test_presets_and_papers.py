@@ -5,7 +5,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from ablate.compose import compose, conf_dir, group_options
-from ablate.config import validate_trial
+from ablate.config import ConfigError, check_runs_here, validate_trial
 from ablate.sweep.plan import build_plan
 from tests.helpers import cli, statuses, the_run
 
@@ -62,6 +62,11 @@ def test_seed_7b_preset_keys_are_real_fields():
         "none",
     )
     validate_trial(cfg)
+    import torch
+
+    if not torch.cuda.is_available():  # the preset is for GPUs: run here, it is refused before launch
+        with pytest.raises(ConfigError, match="train.device='cuda': no CUDA GPU is visible here"):
+            check_runs_here(cfg)
 
 
 def test_preset_with_a_typo_fails(tmp_path):
@@ -76,7 +81,12 @@ def test_preset_with_a_typo_fails(tmp_path):
 @pytest.mark.parametrize("sweep", PAPERS)
 def test_paper_variants_stay_distinct_under_the_7b_preset(sweep):
     """The preset sets its techniques as group choices, so a variant's own choice still wins."""
-    overrides = [f"sweep={sweep}", "preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B"]
+    overrides = [
+        f"sweep={sweep}",
+        "preset=seed_7b_math",
+        "launcher=cluster",
+        "model.name=Qwen/Qwen2.5-Math-7B",
+    ]
     plan = build_plan(compose(overrides), overrides)
     assert plan.warnings == [] and len({t.config_hash for t in plan.trials}) == len(plan.trials)
 
@@ -84,7 +94,12 @@ def test_paper_variants_stay_distinct_under_the_7b_preset(sweep):
 @pytest.mark.parametrize("sweep", PAPERS)
 def test_paper_variants_fit_the_7b_preset_scale(sweep):
     """Every variant under the preset trains at the papers' scale, not the tiny model's (lr 1e-3, 4 prompts)."""
-    overrides = [f"sweep={sweep}", "preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-1.5B"]
+    overrides = [
+        f"sweep={sweep}",
+        "preset=seed_7b_math",
+        "launcher=cluster",
+        "model.name=Qwen/Qwen2.5-Math-1.5B",
+    ]
     for t in build_plan(compose(overrides), overrides).trials:
         c = OmegaConf.create(t.config_yaml)
         assert 1e-7 <= c.optim.lr <= 1e-5, (t.variant, c.optim.lr)
@@ -103,7 +118,7 @@ def test_paper1_lr_and_batch_are_relative_to_the_scale():
     tiny = cells([])
     assert [tiny[f"lr={lv},batch=full,k=8"].optim.lr for lv in ("low", "mid", "high")] == [1e-4, 3e-4, 1e-3]
     assert tiny["lr=mid,batch=half,k=8"].train.prompts_per_step == 4
-    big = cells(["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-1.5B"])
+    big = cells(["preset=seed_7b_math", "launcher=cluster", "model.name=Qwen/Qwen2.5-Math-1.5B"])
     assert [big[f"lr={lv},batch=full,k=8"].optim.lr for lv in ("low", "mid", "high")] == [
         6.66666666667e-07, 2e-06, 6.66666666667e-06]  # fmt: skip
     assert big["lr=mid,batch=half,k=8"].train.prompts_per_step == 256
@@ -122,7 +137,11 @@ def test_a_variant_a_preset_pins_to_the_baseline_is_refused(tmp_path):
 
     ov = [f"hydra.searchpath=[file://{tmp_path}]", "sweep=warm"]
     assert len(build_plan(compose(ov), ov).variants) == 2  # distinct on the tiny model
-    ov += ["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-1.5B"]  # which already warms up 10%
+    ov += [
+        "preset=seed_7b_math",
+        "launcher=cluster",
+        "model.name=Qwen/Qwen2.5-Math-1.5B",
+    ]  # which already warms up 10%
     with pytest.raises(ConfigError, match="variant 'warmup' .* composes to the same trial as the baseline"):
         build_plan(compose(ov), ov)
 
@@ -156,7 +175,7 @@ def test_real_models_bring_their_own_scale(overrides, lr, response_len):
 
 
 def test_keys_added_later_enter_the_hash_only_when_set():
-    """task.modules/difficulty at their default leave a trial's hash as it was before they existed; set, they
+    """task.modules/difficulty and model.autocast at their default leave a trial's hash as it was before they existed; set, they
     make another trial."""
     from ablate.sweep.plan import config_hash
 
@@ -166,3 +185,5 @@ def test_keys_added_later_enter_the_hash_only_when_set():
     )
     assert config_hash(compose(["task.modules=[arithmetic__mul]"])) != base
     assert config_hash(compose(["task.difficulty=[0.0,0.2]"])) != base
+    assert config_hash(compose(["model.autocast=none"])) == base
+    assert config_hash(compose(["model.autocast=bfloat16"])) != base

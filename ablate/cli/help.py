@@ -33,40 +33,29 @@ def help_text() -> str:
         opts = [f"{o}*" if o == defaults.get(g) else o for o in group_options(g)]
         lines.append(f"  {g:<18} {', '.join(opts)}")
     lines += ["", "plain keys (key=value) and their defaults:"]
-    lines += [f"  {k} = {v}" for k, v in plain_defaults()]
+    lines += [
+        f"  {k} = {v!r}" if isinstance(v, str) and "\n" in v else f"  {k} = {v}" for k, v in plain_defaults()
+    ]
     return "\n".join(lines)
 
 
 def plain_defaults() -> list[tuple[str, object]]:
-    """Every leaf key of the trial sections with its schema default (ablate/config/schema.py)."""
-    import dataclasses
+    """Every leaf key of the trial sections with the value a trial runs when nothing is overridden: the schema's
+    default as conf/'s default group options set it (entropy=annealed sets algo.entropy.coef=0.003)."""
+    from ablate.compose import compose
+    from ablate.config.keys import schema_keys
 
-    from ablate.config import Config
-
+    cfg = OmegaConf.to_container(compose([]), resolve=False)
+    sections = ("model", "task", "rollout", "algo", "optim", "train", "warmstart", "launcher", "ray", "wandb")
     out = []
-
-    def walk(obj, prefix):
-        for f in dataclasses.fields(obj):
-            v = getattr(obj, f.name)
-            if dataclasses.is_dataclass(v):
-                walk(v, f"{prefix}{f.name}.")
-            else:
-                out.append((f"{prefix}{f.name}", v))
-
-    cfg = Config()
-    for section in (
-        "model",
-        "task",
-        "rollout",
-        "algo",
-        "optim",
-        "train",
-        "warmstart",
-        "launcher",
-        "ray",
-        "wandb",
-    ):
-        walk(getattr(cfg, section), f"{section}.")
+    for key in schema_keys():
+        if key.split(".")[0] not in sections:
+            continue
+        value = cfg
+        for part in key.split("."):
+            value = value[part]
+        if not isinstance(value, dict):
+            out.append((key, value))
     return out
 
 

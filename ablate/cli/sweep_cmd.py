@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ablate.cli.guard import estimate_trial_seconds, refuse_absurd
+from ablate.cli.guard import absurd_reason, estimate_trial_seconds, refuse_absurd
 from ablate.timeline import mark
 
 
@@ -27,6 +27,8 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         refuse_if_too_big(plan_sweep(plan, cfg))
         if not cfg.dry_run:
             refuse_absurd(plan, cfg)
+        elif absurd_reason(plan, cfg):
+            print(f"warning: a launch would be refused: {absurd_reason(plan, cfg)}", file=sys.stderr)
     for note in plan.warnings:  # after the refusals: a refused plan gets one line
         print(f"warning: {note}", file=sys.stderr)
     if cfg.dry_run:

@@ -7,11 +7,12 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ablate.config import validate_trial
+from ablate.config import check_runs_here, validate_trial
 
 
 def run_train(cfg, overrides: list[str] = ()) -> int:
     validate_trial(cfg)
+    check_runs_here(cfg)
     steps = cfg.train.steps
     t0 = time.time()
     print(

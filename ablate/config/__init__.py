@@ -5,7 +5,7 @@ check values, one function per config section, before anything is launched. Impo
 names only, so the split between modules can change without touching them.
 """
 
-from ablate.config.launch import parse_seeds, validate_launch
+from ablate.config.launch import check_runs_here, parse_seeds, validate_launch
 from ablate.config.metrics import EVAL_METRICS, METRICS, STEP_METRICS, validate_metric
 from ablate.config.schema import (
     AlgoConfig,
@@ -51,6 +51,7 @@ __all__ = [
     "StatsConfig",
     "SweepConfig",
     "TaskConfig",
+    "check_runs_here",
     "TrainConfig",
     "WandbConfig",
     "WarmstartConfig",

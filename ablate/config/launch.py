@@ -7,6 +7,7 @@ here with one line instead of inside a Ray worker.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from typing import Any
 
@@ -72,6 +73,18 @@ def validate_launch(cfg) -> None:
     _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
     _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)
     _at_least("seed", cfg.seed, 0)
+    if cfg.mode == "sweep" and cfg.seed != 0:
+        _fail(
+            "seed",
+            cfg.seed,
+            f"is mode=train's trial seed; a sweep runs seeds=N (0..N-1) or a list: seeds=[{cfg.seed}]",
+        )
+    if cfg.mode == "train" and cfg.seeds != 1:
+        _fail(
+            "seeds",
+            cfg.seeds,
+            "is a sweep's; mode=train runs one trial: seed=N (or run a sweep: sweep=NAME seeds=...)",
+        )
 
 
 def looks_local(name: str) -> bool:
@@ -109,6 +122,24 @@ def _check_model_and_paths(cfg) -> None:
             t.path,
             "no such file or directory (give a local json/jsonl/parquet file or folder, or a hub name)",
         )
+
+
+def check_runs_here(cfg) -> None:
+    """A trial that runs on this machine (mode=train, or a sweep on the embedded Ray) needs what it asks for
+    here: a CUDA GPU for train.device=cuda, the 'data' extra for gsm8k/math. On a cluster its nodes decide."""
+    t = cfg.task
+    if cfg.train.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            _fail(
+                "train.device",
+                "cuda",
+                "no CUDA GPU is visible here; use train.device=auto (or cpu), or ray.address=auto to run on "
+                "a cluster's GPUs",
+            )
+    if t.name in ("gsm8k", "math") and importlib.util.find_spec("datasets") is None:
+        _fail("task.name", t.name, "needs the 'data' extra (datasets): pip install -e '.[data]'")
 
 
 def parse_seeds(value: Any) -> list[int]:

@@ -27,6 +27,10 @@ class ModelConfig:
     max_positions: int = 64
     attn_implementation: str = "eager"  # eager beats sdpa for a 64-wide model on CPU
     dtype: str = "bfloat16"  # HF models on GPU; CPU always computes in float32
+    # bfloat16: the update's forward and backward, and the old/reference logprobs, run under torch.autocast
+    # (weights and AdamW stay in float32). On CPUs with AMX/AVX512-bf16 it halves the update of a real model;
+    # sampling stays in float32 (autocast re-casts every weight per decoded token: slower: bench/real_model.py)
+    autocast: str = "none"  # none | bfloat16
     gradient_checkpointing: bool = False  # trades compute for memory on large models; never worth it on CPU
     chat_template: bool = True  # wrap prompts with the tokenizer's chat template where it has one
     # a packaged model (model=smollm2) is converted once into {cache_dir}/models/ on each node

@@ -20,6 +20,7 @@ def check_choices(cfg) -> None:
     _one_of("optim.name", cfg.optim.name, ["adamw"])
     _one_of("train.device", cfg.train.device, ["auto", "cpu", "cuda"])
     _one_of("model.dtype", cfg.model.dtype, ["float32", "bfloat16", "float16"])
+    _one_of("model.autocast", cfg.model.autocast, ["none", "bfloat16"])
 
 
 def check_algo(cfg) -> None:

@@ -21,11 +21,13 @@ from ablate.stats.method import method_note, primary
 from ablate.stats.summary import iqm
 from ablate.stats.tests import (
     cohens_dz,
+    degenerate,
     divergence_p,
     family_levels,
     interval,
     p_value,
     planning_alpha,
+    pooled_t,
     t_interval,
 )
 from ablate.stats.verdicts import verdict
@@ -159,6 +161,10 @@ def ablation_table(
             }
             if test == "welch":
                 row["delta"] = float(xs.mean() - ys.mean()) if len(xs) and len(ys) else math.nan
+            # no spread of its own (identical scores on every seed): a paired row borrows the sweep's pooled
+            # variance below; an unpaired one has none
+            spreadless = degenerate(xs) and degenerate(ys) if test == "welch" else degenerate(d)
+            row["sd_source"] = ("none" if test == "welch" else "pooled") if spreadless else "own"
             row["raw_ci_low"], row["raw_ci_high"] = interval(test, xs, ys, stats.alpha)
             row["div_p"] = divergence_p(
                 row["seeds_diverged"], row["seeds_ok"], int((base_sv.status == "diverged").sum()), len(base)
@@ -167,10 +173,16 @@ def ablation_table(
     table = pd.DataFrame(rows)
     comp = table.variant != baseline
     m = int(comp.sum())
+    # the pooled sd of the differences, over the rows that have a spread of their own: the power figures'
+    # sd, and the variance a spreadless row is tested with (zeros would only shrink it)
+    sd_plan, df = pw.pooled_sd([d for d in diffs.values() if not degenerate(d)])
+    for i in table.index[comp & (table.get("sd_source") == "pooled")] if m else []:
+        table.loc[i, "p"] = pooled_t(diffs[table.variant[i]], sd_plan, df, stats.alpha)[0]
+        if not math.isfinite(table.loc[i, "p"]):
+            table.loc[i, "sd_source"] = "none"  # no other row has a spread either
     p_adj, level = family_levels(table.loc[comp, "p"].tolist() if m else [], stats.alpha, stats.correction)
     if m:
         table.loc[comp, "p_adj"] = p_adj
-    sd_plan, df = pw.pooled_sd([diffs[v] for v in diffs])
     mde_alpha = planning_alpha(stats.alpha, stats.correction, m)
     if sequential:
         table["look"], table["stop"] = math.nan, ""
@@ -192,7 +204,11 @@ def ablation_table(
             k, alpha_row, n_use = _sequential_level(sequential, m, int(r["n_pairs"]))
             r["look"] = math.nan if k is None else k
         d = diffs[r["variant"]][:n_use]
-        if test == "welch":
+        if r["sd_source"] == "pooled":
+            lo, hi = pooled_t(d, sd_plan, df, alpha_row)[1:]
+        elif r["sd_source"] == "none":
+            lo, hi = math.nan, math.nan
+        elif test == "welch":
             xs = np.array(list(_finished_scores(by_variant.get(r["variant"], empty), score).values()))
             lo, hi = interval(test, xs, np.array(list(base.values())), alpha_row)
         else:
@@ -223,6 +239,7 @@ def ablation_table(
             seeds_needed=need,
             seeds_diverged=int(r["seeds_diverged"]),
             n_trials=int(r["n_trials"]),
+            sd_source=r["sd_source"],
         )
         r["seeds_needed"] = need if r["verdict"] == "inconclusive" else math.nan
         if sequential:
@@ -241,7 +258,7 @@ COLUMNS = [
     "variant", "changed", "seeds_ok", "seeds_diverged", "seeds_failed", "seeds_not_run", "n_trials",
     "failed_seeds", "not_run_seeds", "mean", "sd", "iqm", "n_pairs", "pair_seeds", "test", "delta",
     "sd_diff", "ci_low", "ci_high", "ci_level", "raw_ci_low", "raw_ci_high", "p", "p_adj", "d_z", "verdict",
-    "verdict_text", "sesoi", "mde", "mde_alpha", "seeds_needed", "div_p", "look", "stop", "trial_seconds",
+    "verdict_text", "sd_source", "sesoi", "mde", "mde_alpha", "seeds_needed", "div_p", "look", "stop", "trial_seconds",
     "cpu_seconds", "gpu_seconds", "peak_rss_mb", "tokens", "tokens_ratio", "compute_changed",
     "matched_tokens", "matched_delta", "matched_ci_low", "matched_ci_high",
 ]  # fmt: skip

@@ -16,18 +16,24 @@ from scipy import stats as sps
 from ablate.stats.choices import CORRECTIONS, PAIRED_TESTS, TESTS
 
 
+def degenerate(d) -> bool:
+    """Differences with no spread at all (every seed the same: identical trials, or a discrete metric at its
+    floor). Decided exactly, with no absolute tolerance: a metric at the 1e-6 scale is not 'constant' when its
+    differences vary by 1e-9. Such a row has no variance of its own: its test and interval cannot exist."""
+    d = np.asarray(d, float)
+    return len(d) >= 2 and bool(np.ptp(d) == 0)
+
+
 def t_interval(d, alpha: float) -> tuple[float, float]:
     """Two-sided (1 - alpha) t-interval of mean(d): what ``scipy.stats.ttest_1samp(d, 0)`` inverts.
 
-    Zero variance is decided exactly (no absolute tolerance: a metric at the 1e-6 scale is not 'constant'
-    when its differences are 1e-9): equal differences give the point itself.
+    Equal differences have no interval (nan, nan), never the point itself: zero observed spread is no
+    evidence of zero spread (see ``pooled_t`` for the table's fallback).
     """
     d = np.asarray(d, float)
-    if len(d) < 2:
+    if len(d) < 2 or degenerate(d):
         return math.nan, math.nan
     m = float(d.mean())
-    if np.ptp(d) == 0:
-        return m, m
     half = sps.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
     return m - half, m + half
 
@@ -35,11 +41,8 @@ def t_interval(d, alpha: float) -> tuple[float, float]:
 def welch_interval(x, y, alpha: float) -> tuple[float, float]:
     """(1 - alpha) Welch interval of mean(x) - mean(y), the inversion of ``ttest_ind(equal_var=False)``."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 2 or len(y) < 2:
+    if len(x) < 2 or len(y) < 2 or (degenerate(x) and degenerate(y)):
         return math.nan, math.nan
-    if np.ptp(x) == 0 and np.ptp(y) == 0:
-        v = float(x.mean() - y.mean())
-        return v, v
     ci = sps.ttest_ind(x, y, equal_var=False).confidence_interval(confidence_level=1 - alpha)
     return float(ci.low), float(ci.high)
 
@@ -53,7 +56,7 @@ def hodges_lehmann_interval(d, alpha: float) -> tuple[float, float]:
     """
     d = np.asarray(d, float)
     n = len(d)
-    if n < 2:
+    if n < 2 or degenerate(d):
         return math.nan, math.nan
     walsh = np.sort([(d[i] + d[j]) / 2 for i in range(n) for j in range(i, n)])
     counts = _signed_rank_null(n)
@@ -90,20 +93,25 @@ def p_value(test: str, x, y) -> float:
         raise KeyError(f"sweep.stats.primary_test={test!r}: allowed: auto, {', '.join(TESTS)}")
     if test in PAIRED_TESTS:
         d = x - y
-        if len(d) < 2:
+        if len(d) < 2 or degenerate(d):  # no spread: the statistic is undefined (0/0 or x/0)
             return math.nan
-        if np.ptp(d) == 0:  # t is undefined: no difference at all -> 1; an exact constant shift -> 0
-            return 1.0 if d[0] == 0 else 0.0
         if test == "paired_t":
             return float(sps.ttest_rel(x, y).pvalue)
-        if np.all(d == 0):
-            return 1.0
         return float(sps.wilcoxon(x, y, method="exact" if not np.any(d == 0) else "auto").pvalue)
-    if len(x) < 2 or len(y) < 2:
+    if len(x) < 2 or len(y) < 2 or (degenerate(x) and degenerate(y)):
         return math.nan
-    if np.ptp(x) == 0 and np.ptp(y) == 0:
-        return 1.0 if x[0] == y[0] else 0.0
     return float(sps.ttest_ind(x, y, equal_var=False).pvalue)
+
+
+def pooled_t(d, sd: float, df: int, alpha: float) -> tuple[float, float, float]:
+    """-> (p, low, high): the t-test of mean(d) with a variance estimated elsewhere (the sweep's other rows,
+    pooled, with their df), for a row whose own differences have none. The interval inverts the same test."""
+    d = np.asarray(d, float)
+    if len(d) < 1 or not df or not math.isfinite(sd) or sd <= 0:
+        return math.nan, math.nan, math.nan
+    m, se = float(d.mean()), sd / math.sqrt(len(d))
+    half = sps.t.ppf(1 - alpha / 2, df) * se
+    return float(2 * sps.t.sf(abs(m) / se, df)), m - half, m + half
 
 
 def interval(test: str, x, y, alpha: float) -> tuple[float, float]:

@@ -24,12 +24,22 @@ def verdict(
     seeds_needed: float = math.nan,
     seeds_diverged: int = 0,
     n_trials: int = 0,
+    sd_source: str = "own",
 ) -> tuple[str, str]:
-    """-> (kind, text). kind is one of helps, hurts, equivalent, inconclusive, diverged."""
+    """-> (kind, text). kind is one of helps, hurts, equivalent, inconclusive, diverged.
+
+    ``sd_source``: "own" (the row's differences), "pooled" (its differences were identical on every seed, so
+    its interval uses the sweep's pooled sd: said in the text) or "none" (identical, and nothing to pool).
+    """
     diverged = f"{seeds_diverged} of {n_trials} seeds diverged" if seeds_diverged else ""
-    if math.isnan(ci_low) or math.isnan(ci_high):  # no interval: fewer than 2 pairs
+    if math.isnan(ci_low) or math.isnan(ci_high):  # no interval: fewer than 2 pairs, or no variance at all
         if seeds_diverged:
             return "diverged", f"diverged in {seeds_diverged} of {n_trials}"
+        if sd_source == "none" and n_pairs >= 2:
+            return (
+                "inconclusive",
+                "inconclusive (identical differences on every seed: no variance, no evidence)",
+            )
         return "inconclusive", f"inconclusive (needs >= 2 pairs, has {n_pairs})"
     if ci_low > 0 or ci_high < 0:
         kind = "helps" if (ci_low > 0) == higher_is_better else "hurts"
@@ -44,4 +54,6 @@ def verdict(
             text = "inconclusive (set stats.sesoi to test equivalence)"
         else:
             text = "inconclusive (more than 10000 seeds to resolve)"
+    if sd_source == "pooled":
+        text += "; identical differences on every seed: sd pooled from the other rows"
     return kind, f"{text}; {diverged}" if diverged else text

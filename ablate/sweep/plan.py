@@ -21,7 +21,9 @@ from omegaconf import DictConfig, OmegaConf
 from ablate.compose import Composer, merge_overrides, override_key
 from ablate.config import (
     ConfigError,
+    ModelConfig,
     TaskConfig,
+    check_runs_here,
     parse_seeds,
     validate_auto_seeds,
     validate_metric,
@@ -59,7 +61,10 @@ UNHASHED = {
 }
 # Keys added after stores existed: hashed only when set away from their schema default, so every earlier trial
 # keeps its hash (and its finished result in the store).
-HASHED_WHEN_SET = {"task": {k: getattr(TaskConfig(), k) for k in ("modules", "difficulty")}}
+HASHED_WHEN_SET = {
+    "task": {k: getattr(TaskConfig(), k) for k in ("modules", "difficulty")},
+    "model": {"autocast": ModelConfig().autocast},
+}
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
 
 
@@ -242,6 +247,8 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
                 overrides = relative.absolute(overrides, reference)
             base = composer.compose(overrides)
             validate_trial(base)
+            if not cfg.ray.address:  # the embedded Ray runs it here
+                check_runs_here(base)
             validate_metric(spec.metric, base.train.eval_every)
         except ConfigError as e:
             raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None

@@ -28,6 +28,7 @@ from ablate.trainer.loop import Diverged, TrialResult, run_trial
 from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, kl_reward_penalty
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
+from ablate.trainer.precision import compute_context
 from ablate.trainer.rewards import VERIFIERS, combine_rewards
 from ablate.trainer.rollout import RolloutBatch, SamplingParams, build_backend
 from ablate.trainer.sampling import PromptSampler, ReuseBuffer, collect_groups
@@ -77,6 +78,7 @@ class Trainer:
         self.device = t.device if t.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
         if self.device == "cuda" and self.world > 1:
             self.device = f"cuda:{self.rank}"
+        self.compute = compute_context(self.cfg.model.autocast, self.device)
 
     def _setup_policy(self) -> None:
         """Task, tokenizer, the seed's initial weights, warm start; the reference only if KL needs one."""
@@ -113,7 +115,14 @@ class Trainer:
         )
         self.update_gen = torch.Generator().manual_seed(self.streams.update_order)
         self.policy_update = PolicyUpdate(
-            self.cfg, self.model, self.train_model, self.opt, self.update_gen, self.world, self.backend
+            self.cfg,
+            self.model,
+            self.train_model,
+            self.opt,
+            self.update_gen,
+            self.world,
+            self.backend,
+            self.compute,
         )
 
     def _setup_sampling(self) -> None:
@@ -211,7 +220,7 @@ class Trainer:
         rewards = self._local(rewards, raw_rewards.numel())
         # several passes need the ratio to a frozen pi_old; the KL metric (and k1-in-reward) need pi_old too
         need_old = several_passes(self.cfg, raw_rewards.numel()) or self.ref is not None
-        with torch.no_grad():
+        with torch.no_grad(), self.compute():
             old_logp = self._logp(self.model, rb)[0] if need_old else None
             ref_logp = self._logp(self.ref, rb)[0] if self.ref is not None else None
         kl_seq = None

@@ -8,6 +8,7 @@ whole batch.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -70,11 +71,14 @@ def minibatches(n: int, train_cfg, gen: torch.Generator) -> list[list[torch.Tens
 
 class PolicyUpdate:
     """Runs the update of one trainer: its config, policy (``train_model`` is what the forward runs, DDP-wrapped
-    on several ranks), optimizer, row-order generator, and the rollout backend the new weights go to."""
+    on several ranks), optimizer, row-order generator, the rollout backend the new weights go to, and the
+    context the forward runs in (trainer/precision.py)."""
 
-    def __init__(self, cfg, model, train_model, opt, gen: torch.Generator, world: int, backend):
+    def __init__(
+        self, cfg, model, train_model, opt, gen: torch.Generator, world: int, backend, compute=nullcontext
+    ):
         self.cfg, self.model, self.train_model, self.opt = cfg, model, train_model, opt
-        self.gen, self.world, self.backend = gen, world, backend
+        self.gen, self.world, self.backend, self.compute = gen, world, backend, compute
 
     def __call__(self, batches: list[Batch], ent_coef: float, kl_place) -> dict:
         """mu epochs over the batch(es): optimizer steps of ``micro_batch_size x grad_accum`` rows each."""
@@ -113,13 +117,14 @@ class PolicyUpdate:
         algo = self.cfg.algo
         eps_low = algo.clip.epsilon
         eps_high = algo.clip.epsilon_high if algo.clip.epsilon_high is not None else eps_low
-        logp, ent = logprobs(
-            self.train_model,
-            b.rollout,
-            self.cfg.rollout.temperature,
-            micro,
-            with_entropy="grad" if ent_coef else True,
-        )
+        with self.compute():  # the forward only: the backward follows its casts
+            logp, ent = logprobs(
+                self.train_model,
+                b.rollout,
+                self.cfg.rollout.temperature,
+                micro,
+                with_entropy="grad" if ent_coef else True,
+            )
         old = b.old_logp[micro] if b.old_logp is not None else logp.detach()
         pg, low, high = clipped_surrogate(logp, old, b.advantages[micro], eps_low, eps_high)
         per_tok = pg

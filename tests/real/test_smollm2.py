@@ -66,3 +66,25 @@ def test_two_steps_on_arithmetic_from_the_command_line(smollm2_dir, tmp_path):
     assert len(steps) == 2 and all(r["tokens/generated"] > 0 for r in steps)
     assert evals[0] > 0, "the pretrained model solves none: are the weights loaded?"
     assert json.loads((trial / "status.json").read_text())["status"] == "done"
+
+
+def test_bf16_autocast_scores_sampled_tokens_close_to_float32(trainer):
+    """preset=real_cpu scores under bfloat16 autocast (model.autocast): on the real weights its logprobs of
+    sampled tokens stay near float32's; both sides of the ratio use the same bf16 forward (tests/trainer/
+    test_precision.py), so this gap is a change of arithmetic, not a bias of the ratio."""
+    from ablate.trainer.precision import compute_context
+
+    t = trainer
+    prompts = [t.train_ids[i] for i in range(4) for _ in range(2)]
+    rb = t.backend.generate(prompts, SamplingParams(1.0, 1.0, 16), torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        fp32, _ = t._logp(t.model, rb)
+        with compute_context("bfloat16", "cpu")():
+            bf16, _ = t._logp(t.model, rb)
+    m = rb.completion_mask.bool()
+    gap = (fp32 - bf16)[m].abs()
+    print(
+        f"bf16 vs fp32 logprobs of {int(m.sum())} sampled tokens: mean {gap.mean():.4f}, max {gap.max():.4f}"
+    )
+    assert bf16.dtype == torch.float32 and float(gap.mean()) < 0.05 and float(gap.max()) < 0.5
+    assert float(gap.max()) > 0  # it did run in bfloat16

@@ -129,14 +129,47 @@ BAD = [
         ["sweep=smoke", "seeds=auto", "sweep.stats.max_seeds=3"],
         "sweep.stats.max_seeds=3: must be >= sweep.stats.min_seeds=5",
     ),
+    # typos: '+' adds nothing a trial reads; the nearest key is named; verl's config tree answered by name
+    (
+        ["sweep=smoke", "+algo.kl.coeff=0.1"],
+        "no such key ('+' adds a key that no trial would read); did you mean algo.kl.coef?",
+    ),
+    (["sweep=smoke", "++optim.lrr=0.1"], "did you mean optim.lr?"),
+    (["sweep=smoke", "kll=none"], "kll: no such key in Config; did you mean kl?"),
+    (
+        ["sweep=smoke", "algo.kl.coeff=0.1"],
+        "algo.kl.coeff: no such key in KLConfig; did you mean algo.kl.coef?",
+    ),
+    (["sweep=smoke", "top_p=0.9"], "top_p: no such key in Config; did you mean rollout.top_p?"),
+    (["sweep=smoke", "rollout.temprature=0.7"], "did you mean rollout.temperature?"),
+    (["sweep=smoke", "actor_rollout_ref.actor.kl_loss_coef=0.1"], "verl's KL loss weight: here algo.kl.coef"),
+    (["sweep=smoke", "algorithm.adv_estimator=grpo"], "its normalization is adv_norm=group"),
+    (["sweep=smoke", "data.train_batch_size=8"], "verl's prompts per step: here train.prompts_per_step"),
+    (["sweep=smoke", "trainer.total_epochs=3"], "here train.steps=<n>"),
+    (["sweep=smoke", "critic.nothing_here=1"], "critic.* is verl's config tree, not ablate's"),
+    # seeds and seed: each mode's own key
+    (
+        ["sweep=smoke", "seed=3"],
+        "seed=3: is mode=train's trial seed; a sweep runs seeds=N (0..N-1) or a list: seeds=[3]",
+    ),
+    (["mode=train", "seeds=3"], "seeds=3: is a sweep's; mode=train runs one trial: seed=N"),
+    # plans beyond this machine, counted with the model's size
+    (["sweep=smoke", "model.num_layers=80", "model.hidden_size=8192"], "GB each; this machine has"),
+    (
+        ["sweep=technique_matrix", "seeds=20", "train.steps=3000"],
+        "add force=true to start it without a terminal",
+    ),
     (["report"], "usage: python -m ablate report"),
     (["report", "/nonexistent/run"], "report_path='/nonexistent/run': not a run directory"),
     (["report", "/tmp", "colour=red"], "'colour=red': not a report option"),
 ]
 if not _has_gpu():
-    BAD.append(
-        (["sweep=technique_matrix", "launcher.gpus_per_trial=1"], "declare GPUs with launcher.num_gpus=N")
-    )
+    BAD += [
+        (["sweep=technique_matrix", "launcher.gpus_per_trial=1"], "declare GPUs with launcher.num_gpus=N"),
+        (["mode=train", "train.device=cuda"], "train.device='cuda': no CUDA GPU is visible here"),
+        (["mode=train", "train.device=cuda", "dry_run=true"], "train.device='cuda': no CUDA GPU"),
+        (["sweep=smoke", "train.device=cuda", "dry_run=true"], "variant 'baseline': train.device='cuda'"),
+    ]
 
 
 @pytest.mark.parametrize("argv, needle", BAD, ids=[" ".join(a) for a, _ in BAD])
@@ -166,6 +199,79 @@ def test_help_shows_defaults_and_plain_keys(capsys):
         and "kl                 k1_reward, k2_loss, k3_loss, none*" in out
     )
     assert "optim.lr = 0.0003" in out and "algo.responses_per_prompt = 8" in out
+
+
+def test_help_shows_the_values_a_default_trial_runs(capsys):
+    """The schema says entropy coef 0.0; the default group option entropy=annealed says 0.003 over 20% of the
+    steps. --help prints what a trial runs: every plain key as compose([]) has it."""
+    from omegaconf import OmegaConf
+
+    from ablate.compose import compose
+
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "algo.entropy.coef = 0.003" in out and "algo.entropy.anneal_fraction = 0.2" in out
+    cfg = compose([])
+    for line in out.split("plain keys (key=value) and their defaults:\n")[1].rstrip("\n").splitlines():
+        key, _, value = line.strip(" ").partition(" =")
+        value = value.removeprefix(" ")
+        want = OmegaConf.select(cfg, key)
+        assert value == (repr(want) if isinstance(want, str) and "\n" in want else str(want)), line
+
+
+def test_task_data_extra_missing_is_refused_before_launch(monkeypatch, tmp_path, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "datasets" else real(n, *a))
+    monkeypatch.chdir(tmp_path)
+    for argv in (["sweep=smoke", "task=gsm8k", "dry_run=true"], ["mode=train", "task=gsm8k"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "task.name='gsm8k': needs the 'data' extra (datasets)" in err[0], err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_sweep_file_value_of_the_wrong_shape_names_its_key(tmp_path, monkeypatch, capsys):
+    (tmp_path / "sp" / "sweep").mkdir(parents=True)
+    bodies = {"text": "a: k=4", "number": "a: 5", "mapping": "a: {x: 1}"}
+    for name, body in bodies.items():
+        (tmp_path / "sp" / "sweep" / f"{name}.yaml").write_text(
+            f"# @package sweep\nname: {name}\nvariants:\n  {body}\n"
+        )
+    monkeypatch.chdir(tmp_path)
+    sp = f"hydra.searchpath=[file://{tmp_path / 'sp'}]"
+    for name, needle in [
+        ("text", "sweep.variants.a='k=4': a str, must be a list of overrides, e.g. [k=4]"),
+        ("number", "sweep.variants.a=5: a int, must be a list of overrides"),
+        ("mapping", "sweep.variants.a: a mapping (DictConfig), must be a list of overrides"),
+    ]:
+        assert main([sp, f"sweep={name}"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], (name, err)
+
+
+def test_a_long_plan_asks_at_a_terminal(monkeypatch, tmp_path, capsys):
+    """Over two hours of this machine: a terminal is asked (no: nothing starts); force=true skips the question."""
+    import io
+
+    from ablate.cli import guard
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", Tty("n\n"))
+    assert main(["sweep=technique_matrix", "seeds=20", "train.steps=3000"]) == 2
+    captured = capsys.readouterr()
+    assert (
+        "~12.1 h (280 trials on 2 slots); start it? [y/N]" in captured.out
+        or "start it? [y/N]" in captured.out
+    )
+    assert "not started (add force=true to skip this question)" in captured.err
+    assert not (tmp_path / "runs").exists()
+    assert guard.LONG_S == 2 * 3600
 
 
 def test_bad_invocations_are_many():

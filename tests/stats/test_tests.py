@@ -25,6 +25,7 @@ from ablate.stats.tests import (
     interval,
     p_value,
     planning_alpha,
+    pooled_t,
     smallest_p,
     t_interval,
     welch_interval,
@@ -75,9 +76,13 @@ def test_hodges_lehmann_by_hand():
 
 
 def test_zero_variance_is_decided_exactly_not_with_an_absolute_tolerance():
+    """Identical differences have no test and no interval of their own (never a point 'interval' that reads as
+    equivalent or, shifted, as certain)."""
     same = np.array([0.5, 0.5, 0.5])
-    assert p_value("paired_t", same, same) == 1.0 and t_interval(same - same, 0.05) == (0.0, 0.0)
-    assert p_value("paired_t", same + 0.1, same) == 0.0
+    for test in ("paired_t", "wilcoxon", "welch"):
+        assert math.isnan(p_value(test, same, same)) and math.isnan(p_value(test, same + 0.1, same))
+        assert all(math.isnan(v) for v in interval(test, same, same, 0.05))
+    assert all(math.isnan(v) for v in t_interval(same - same, 0.05))
     # a metric at the 1e-6 scale whose differences vary by 1e-9 is not "constant": scipy decides
     x = np.array([1.0e-6, 1.1e-6, 0.9e-6, 1.05e-6]) + np.array([1e-9, -1e-9, 2e-9, 0])
     y = np.array([1.0e-6, 1.1e-6, 0.9e-6, 1.05e-6])
@@ -85,6 +90,14 @@ def test_zero_variance_is_decided_exactly_not_with_an_absolute_tolerance():
         p_value("paired_t", x, y) == pytest.approx(sps.ttest_rel(x, y).pvalue)
         and p_value("paired_t", x, y) > 0.05
     )
+
+
+def test_pooled_t_by_hand():
+    # mean 0.1, borrowed sd 0.2 on 10 df, 4 pairs: se 0.1, t 1.0; 95% half-width t_{0.975,10} * 0.1
+    p, lo, hi = pooled_t([0.1, 0.1, 0.1, 0.1], 0.2, 10, 0.05)
+    assert p == pytest.approx(2 * sps.t.sf(1.0, 10)) and p == pytest.approx(0.34089, abs=1e-5)
+    assert (lo, hi) == pytest.approx((0.1 - 2.228139 * 0.1, 0.1 + 2.228139 * 0.1), abs=1e-6)
+    assert all(math.isnan(v) for v in pooled_t([0.0, 0.0], math.nan, 0, 0.05))
 
 
 def test_family_levels_by_hand():

@@ -21,7 +21,12 @@ from ablate.config import ConfigError
 from ablate.sweep.memory import GIB, model_shape, plan_sweep, plan_trial, refuse_if_too_big
 from ablate.sweep.plan import build_plan, describe
 
-SEVEN_B = ["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B", "launcher.gpu_memory_gb=80"]
+SEVEN_B = [
+    "preset=seed_7b_math",
+    "launcher=cluster",
+    "model.name=Qwen/Qwen2.5-Math-7B",
+    "launcher.gpu_memory_gb=80",
+]
 
 
 def _plan(*extra):
@@ -109,7 +114,7 @@ def test_local_config_json_gives_the_shape(tmp_path):
 
 
 def test_unknown_shape_is_not_checked_and_says_how_to_declare():
-    ov = ["sweep=smoke", "preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B", "model.params_b=0",
+    ov = ["sweep=smoke", "preset=seed_7b_math", "launcher=cluster", "model.name=Qwen/Qwen2.5-Math-7B", "model.params_b=0",
           "launcher.gpu_memory_gb=80"]  # fmt: skip
     cfg = compose(ov)
     plan = build_plan(cfg, ov)

@@ -14,7 +14,12 @@ from ablate.compose import compose
 from ablate.sweep.memory import GIB, plan_sweep
 from ablate.sweep.plan import build_plan, describe
 
-SEVEN_B = ["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B", "launcher.gpu_memory_gb=80"]
+SEVEN_B = [
+    "preset=seed_7b_math",
+    "launcher=cluster",
+    "model.name=Qwen/Qwen2.5-Math-7B",
+    "launcher.gpu_memory_gb=80",
+]
 FSDP8 = ["launcher.gpus_per_trial=8", "train.parallel=fsdp"]
 
 

@@ -1,0 +1,57 @@
+"""Identical scores are no evidence: a variant whose every seed scores exactly the baseline's (a copy of the
+baseline, or a discrete metric at its floor) is never called equivalent, through `python -m ablate report`."""
+
+import shutil
+
+import pandas as pd
+
+from ablate.stats.simulate import simulated_run
+from tests.helpers import cli
+
+
+def _copy_trials(run, src: str, dst: str, shift: float = 0.0) -> None:
+    """``dst``'s trials become ``src``'s (evals shifted by ``shift``): the differences are the same on every seed."""
+    import json
+
+    for seed_dir in (run / src).glob("seed=*"):
+        target = run / dst / seed_dir.name
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(seed_dir, target)
+        lines = []
+        for line in (target / "metrics.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if "eval/positive_rate" in rec:
+                rec["eval/positive_rate"] += shift
+            lines.append(json.dumps(rec))
+        (target / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _report(tmp_path, effects, copies) -> pd.DataFrame:
+    run = simulated_run(tmp_path / "runs", effects, seeds=5, stats={"sesoi": 0.05})
+    for dst, (src, shift) in copies.items():
+        _copy_trials(run, src, dst, shift)
+    proc = cli(["report", str(run)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (table,) = (tmp_path / "reports").rglob("table.csv")
+    return pd.read_csv(table).set_index("variant")
+
+
+def test_a_copy_of_the_baseline_borrows_the_pooled_variance(tmp_path):
+    effects = {"baseline": 0.0, "copy": 0.0, "shifted": 0.0, "noisy_a": 0.0, "noisy_b": 0.02}
+    t = _report(tmp_path, effects, {"copy": ("baseline", 0.0), "shifted": ("baseline", 0.01)})
+    for name in ("copy", "shifted"):
+        row = t.loc[name]
+        assert row.sd_source == "pooled" and row.verdict != "equivalent"
+        assert row.ci_high - row.ci_low > 0.02  # a real interval, from the pooled sd of the noisy rows
+        assert "sd pooled from the other rows" in row.verdict_text
+        # the interval and the verdict still agree: it contains 0, so neither helps nor hurts
+        assert row.ci_low < 0 < row.ci_high and row.verdict == "inconclusive"
+    assert (t.loc[["noisy_a", "noisy_b"], "sd_source"] == "own").all()
+    assert t.loc["copy", "delta"] == 0 and abs(t.loc["shifted", "delta"] - 0.01) < 1e-9
+
+
+def test_with_nothing_to_pool_identical_scores_are_no_evidence(tmp_path):
+    t = _report(tmp_path, {"baseline": 0.0, "copy": 0.0}, {"copy": ("baseline", 0.0)})
+    row = t.loc["copy"]
+    assert row.sd_source == "none" and row.verdict == "inconclusive"
+    assert "no evidence" in row.verdict_text and pd.isna(row.ci_low) and pd.isna(row.p)
