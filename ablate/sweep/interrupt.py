@@ -16,6 +16,12 @@ from ray import tune
 _REQUESTED = threading.Event()
 
 
+def requested() -> bool:
+    """Whether a Ctrl-C came during this sweep: a trial that ends in error after it was interrupted, not
+    failed (Ctrl-C reaches the trial's worker too: the terminal signals its whole process group)."""
+    return _REQUESTED.is_set()
+
+
 class StopOnCtrlC(tune.Stopper):
     def __call__(self, trial_id, result) -> bool:
         return _REQUESTED.is_set()
@@ -42,7 +48,7 @@ class CtrlC:
 
     @property
     def requested(self) -> bool:
-        return _REQUESTED.is_set()
+        return requested()
 
     def __exit__(self, *exc) -> None:
         if self.previous is not None:

@@ -96,10 +96,14 @@ class TrialRecorder:
             self._finish_wandb(0)
 
     def error(self, error: str, phase: str) -> None:
+        """The attempt failed -- or, after a Ctrl-C, was interrupted: 'interrupted' is not a failure, the
+        report counts it as not run and the next run of the same command reruns it."""
+        from ablate.sweep.interrupt import requested
+
         n = self._close_writer()
-        self.outcome = "error"
+        self.outcome = status = "interrupted" if requested() else "error"
         store.write_status(
-            self.paths, status="error", ended=time.time(), error=error, phase=phase, n_records=n, **self._base
+            self.paths, status=status, ended=time.time(), error=error, phase=phase, n_records=n, **self._base
         )
 
     def lost(self, alive: bool | None = None) -> None:
