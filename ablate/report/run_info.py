@@ -75,12 +75,14 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
     if cfg is None:
         return info
     model, task = cfg.get("model", {}), cfg.get("task", {})
+    # the budget as every variant ran it (one config each): a K or batch axis shows all its values
+    per_variant = [cfg] + [c for v, c in _one_config_per_variant(run, candidates) if v != base]
     info.update(
         model=model.get("name", "?"),
         task=task.get("name", "?"),
-        steps=cfg.get("train", {}).get("steps"),
-        prompts_per_step=cfg.get("train", {}).get("prompts_per_step"),
-        k=cfg.get("algo", {}).get("responses_per_prompt"),
+        steps=_values(per_variant, "train", "steps"),
+        prompts_per_step=_values(per_variant, "train", "prompts_per_step"),
+        k=_values(per_variant, "algo", "responses_per_prompt"),
     )
     if info["model"] == "tiny":
         vocab = 3 + len(set(task.get("alphabet", "")))  # pad/bos/eos + one id per character
@@ -90,6 +92,22 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
             f"{info['params'] / 1e3:.0f}k parameters"
         )
     return info
+
+
+def _one_config_per_variant(run: Path, candidates) -> list[tuple[str, dict]]:
+    out: dict[str, dict] = {}
+    for v, s in candidates:
+        if v not in out:
+            c = trial_config(run, v, s)
+            if c is not None:
+                out[v] = c
+    return list(out.items())
+
+
+def _values(configs: list[dict], section: str, key: str) -> str:
+    """'8', or '4, 8, 16' when the variants differ (numbers in order)."""
+    vals = {c.get(section, {}).get(key) for c in configs} - {None}
+    return ", ".join(str(v) for v in sorted(vals, key=lambda x: (str(type(x)), x))) or "?"
 
 
 def header_text(info: dict) -> str:

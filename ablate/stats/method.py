@@ -49,9 +49,24 @@ def method_note(stats, m: int, level: float, sd_plan: float, df: int, sequential
         f"seeds that would resolve it. p raw and the raw (1 − α) interval (raw_ci_* in table.csv) are "
         f"unadjusted. MDE: the smallest |Δ| detected with {stats.power:.0%} power at α = "
         f"{planning_alpha(stats.alpha, stats.correction, m):.3g} (the level a lone effect must reach under "
-        f"this correction) from the sd of the paired differences pooled over all rows ({_fmt(sd_plan)}, "
-        f"df = {df}), not from one row's few seeds. d_z (table.csv) = Δ / sd of that row's differences. "
-        "Diverged seeds are outcomes: counted per arm and compared by Fisher's exact test, never scored."
+        f"this correction) {_pooled(sd_plan, df)}. d_z (table.csv) = Δ / sd of that row's differences. "
+        "A row whose differences are identical on every seed has no variance of its own: it is tested with "
+        "that pooled sd (sd_source = pooled in table.csv), or, with none to pool, has no verdict; identical "
+        "scores are never read as equivalence. Diverged seeds are outcomes: counted per arm and compared "
+        "by Fisher's exact test, never scored."
+    )
+
+
+def _pooled(sd_plan: float, df: int) -> str:
+    if not df:
+        return (
+            "from the sd of the paired differences pooled over the rows -- but no row has two or more pairs "
+            "with a spread (df = 0: one seed, or identical scores), so there is no MDE and no test: run "
+            "seeds >= 3"
+        )
+    return (
+        f"from the sd of the paired differences pooled over the rows that have a spread ({_fmt(sd_plan)}, "
+        f"df = {df}), not from one row's few seeds"
     )
 
 

@@ -279,6 +279,11 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
             h = config_hash(tcfg)
             resolve_local_paths(tcfg)
             trials.append(Trial(name, seed, overrides, h, OmegaConf.to_yaml(tcfg), factors.get(name, {})))
+    if len(seeds) == 1 and len(variants) > 1:
+        notes.append(
+            f"seeds={cfg.seeds}: one seed per variant gives no test, no interval and no verdict (only Δ); "
+            "comparisons need seeds >= 3 (make run uses seeds=5)"
+        )
     if cfg.run_id:
         run_id = str(cfg.run_id)
         if not _SAFE_NAME.match(run_id):

@@ -389,6 +389,6 @@ def test_version_and_info(capsys):
     assert capsys.readouterr().out.strip() == f"ablate {__version__}"
     assert main(["--info"]) == 0
     out = capsys.readouterr().out
-    for word in ("ablate", "python", "torch", "ray", "hydra", "conf"):
+    for word in ("ablate", "python", "torch", "transformers", "ray", "hydra", "wandb", "cuda", "cpu", "conf"):
         assert any(line.split()[0] == word for line in out.splitlines()), (word, out)
     assert __version__ in out and sys.version.split()[0] in out and "/conf" in out

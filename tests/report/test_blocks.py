@@ -33,3 +33,9 @@ def test_both_pages_carry_every_block(tmp_path):
     assert "<figcaption>Figure: band = 95% bootstrap</figcaption>" in html
     assert html.count("data:image/png;base64,") == 1 and "No flags raised." in html
     assert "<pre>python -m ablate report runs/x</pre>" in html
+
+
+def test_html_table_headers_are_left_aligned():
+    """pandas right-aligns every header by default: text headers over text columns read wrong."""
+    html = to_html([Table(pd.DataFrame({"variant": ["kl_k3_loss"], "verdict": ["helps"]}))], "t")
+    assert "text-align: right" not in html and "text-align: left" in html

@@ -60,3 +60,15 @@ def test_no_preset_and_no_config_are_said_outright(tmp_path):
     empty, plan, trials = _store(tmp_path / "b", seeds_done=())
     text = header_text(describe_run(empty, plan, trials))
     assert "not recorded" in text and "seeds used none" in text
+
+
+def test_a_k_axis_shows_every_k_it_ran(tmp_path):
+    """A kl x k sweep ran K = 8 and 16: the header says both, not the baseline's alone."""
+    run, plan, trials = _store(tmp_path, seeds_done=(0,), planned=(0,))
+    for variant, k in (("k16", 16), ("k4", 4)):
+        p = store.trial_paths(run, variant, 0)
+        p.dir.mkdir(parents=True)
+        p.config.write_text(yaml.safe_dump({**CONFIG, "algo": {"responses_per_prompt": k}}))
+        store.write_status(p, status="done", overrides=[f"k={k}"])
+        trials.loc[len(trials)] = {"variant": variant, "seed": 0, "status": "done"}
+    assert "8 RL steps × 8 prompts per step × K = 4, 8, 16" in header_text(describe_run(run, plan, trials))

@@ -29,13 +29,14 @@ def _cfg(**over) -> dict:
 
 
 def _overfit_history(n=40) -> pd.DataFrame:
-    """Loss rising over the second half while the reward zig-zags by ±0.1 around a flat level."""
+    """Each update moves the policy ever further from pi_old: approx KL 0.001, then 0.05 over the second half."""
     steps = np.arange(n)
     return pd.DataFrame(
         {
             "step": steps,
-            "loss": np.where(steps < n // 2, 0.0, 0.01 * (steps - n // 2)),
+            "loss": 0.01 * (-1.0) ** steps,
             "reward/mean": 0.5 + 0.1 * (-1.0) ** steps,
+            "approx_kl": np.where(steps < n // 2, 0.001, 0.05),
         }
     )
 
@@ -45,9 +46,8 @@ def test_epoch_overfit_fires_only_where_there_are_epochs_to_overfit():
     assert "epoch_overfit" in health_flags(h)  # no config known: the rule as before
     assert "epoch_overfit" in health_flags(h, _cfg(algo__update_epochs=4))
     assert "epoch_overfit" not in health_flags(h, _cfg(algo__update_epochs=1))
-    assert (
-        remedy("epoch_overfit", _cfg(algo__update_epochs=4))
-        == "fewer update epochs, e.g. update_epochs=2 (now 4)"
+    assert remedy("epoch_overfit", _cfg(algo__update_epochs=4)).startswith(
+        "fewer update epochs, e.g. update_epochs=2 (now 4)"
     )
     assert "update_epochs=1 (now 2)" in remedy("epoch_overfit", _cfg())
 
@@ -100,7 +100,7 @@ def test_health_table_is_one_row_per_variant_and_flag_with_k_of_n():
     frames = []
     for variant in ("baseline", "update_epochs_1"):
         for seed in range(3):
-            h = _overfit_history() if seed < 2 else _overfit_history().assign(loss=0.0)
+            h = _overfit_history() if seed < 2 else _overfit_history().assign(approx_kl=0.004)
             frames.append(h.assign(variant=variant, seed=seed))
     metrics = pd.concat(frames, ignore_index=True)
     mu_of = {"baseline": 2, "update_epochs_1": 1}
@@ -118,3 +118,70 @@ def test_health_table_is_one_row_per_variant_and_flag_with_k_of_n():
     assert not t.duplicated(["variant", "flag"]).any()
     assert ("baseline", 2) not in asked  # configs are read only for trials that raised a flag
     assert health_table(metrics.iloc[:0]).columns.tolist()[:3] == ["variant", "flag", "seeds"]
+
+
+def test_epoch_overfit_separates_many_epochs_from_the_baseline_on_real_trials():
+    """The symptom, on trials of the embedded default: the baseline's mu=2 never trips it, mu=8 always does
+    (the loss-curve form of the rule fired on 3 of 5 baseline seeds)."""
+    from ablate.compose import compose
+    from ablate.trainer.core import train
+
+    rate = {}
+    for mu in (2, 8):
+        fired = [
+            "epoch_overfit"
+            in health_flags(pd.DataFrame([r for r in train(compose([f"update_epochs={mu}"]), s).history if "loss" in r]),
+                            _cfg(algo__update_epochs=mu))
+            for s in range(3)
+        ]  # fmt: skip
+        rate[mu] = sum(fired) / len(fired)
+    print(f"epoch_overfit rate: baseline (mu=2) {rate[2]:.2f}, update_epochs=8 {rate[8]:.2f}")
+    assert rate == {2: 0.0, 8: 1.0}
+
+
+def test_zero_group_std_at_sparse_positives_asks_for_easier_prompts():
+    """Positive rate ~0.2 (dynamic sampling's groups were all-wrong): 'harder prompts' would be backwards."""
+    sparse = pd.DataFrame({"frac_reward_zero_std": [0.9] * 10, "positive_rate": [0.2] * 10})
+    r = remedy("zero_group_std", _cfg(), sparse)
+    assert "easier prompts (positive rate 0.20" in r and "harder" not in r
+    rich = pd.DataFrame({"frac_reward_zero_std": [0.9] * 10, "positive_rate": [0.7] * 10})
+    assert "harder prompts (positive rate 0.70" in remedy("zero_group_std", _cfg(), rich)
+
+
+def test_a_remedy_the_sweeps_own_table_refutes_is_not_advised():
+    from ablate.stats.health import refuted_settings
+
+    table = pd.DataFrame(
+        [
+            {
+                "variant": "baseline",
+                "verdict": "baseline",
+                "delta": np.nan,
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+            },
+            {
+                "variant": "update_epochs_1",
+                "verdict": "hurts",
+                "delta": -0.064,
+                "ci_low": -0.107,
+                "ci_high": -0.022,
+            },
+            {"variant": "k_16", "verdict": "helps", "delta": 0.05, "ci_low": 0.01, "ci_high": 0.09},
+        ]
+    )
+    refuted = refuted_settings(
+        table, {"baseline": [], "update_epochs_1": ["update_epochs=1"], "k_16": ["k=16"]}
+    )
+    assert list(refuted) == ["update_epochs=1"]
+    r = remedy("epoch_overfit", _cfg(), refuted=refuted)  # mu=2: it would say update_epochs=1
+    assert r.startswith("a lower lr (optim.lr=0.0001) (not: update_epochs=1 hurts in this sweep")
+    assert "Δ -0.064 [-0.107, -0.022]" in r
+    only = remedy(
+        "epoch_overfit", _cfg(algo__update_epochs=2), refuted={**refuted, "optim.lr=0.0001": "lr hurts"}
+    )
+    assert only.startswith("none advised: update_epochs=1 hurts")
+    assert (
+        remedy("epoch_overfit", _cfg())
+        == "fewer update epochs, e.g. update_epochs=1 (now 2) or a lower lr (optim.lr=0.0001)"
+    )
