@@ -16,7 +16,7 @@ STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 DEV_STAMP := $(VENV)/.installed-dev-$(shell cksum pyproject.toml | cut -d' ' -f1)
 BENCH_STAMP := $(VENV)/.installed-bench-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-check bench lint format clean
+.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-check bench bench-real lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,9 @@ gpu-check: install  ## the GPU paths CI cannot run (CUDA bf16 trial, NCCL DDP/FS
 
 bench: $(BENCH_STAMP)  ## benchmarks (TRL included): prints a table, writes bench/results/*.json
 	$(PY) -m bench
+
+bench-real: $(BENCH_STAMP)  ## the real model (SmolLM2): ablate vs TRL step, samplers, vLLM (~15 min; vLLM needs make test-vllm)
+	$(PY) -m bench.real_model
 
 lint: dev
 	$(VENV)/bin/ruff check ablate tests bench

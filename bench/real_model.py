@@ -71,6 +71,12 @@ def _ratio(a: dict, b: dict, key: str) -> float:
     return a[key] / b[key] if key in a and key in b else float("nan")
 
 
+def _save(res: dict) -> None:
+    """After each part: a later part's failure keeps what was measured."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"real_model-{res['when']}.json").write_text(json.dumps(res, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=2)
@@ -106,6 +112,7 @@ def main() -> None:
                   f"{res[f'trl_vs_ablate_{prec}']['ms_per_token']:.2f}x per generated token")  # fmt: skip
         res["ablate_fp32_vs_bf16"] = _ratio(st.get("ablate-fp32", {}), st.get("ablate-bf16", {}), "s_min")
         print(f"ablate float32 / bfloat16 autocast: {res['ablate_fp32_vs_bf16']:.2f}x per step")
+        _save(res)
     if "rollout" in a.only:
         from bench import rollout
 
@@ -128,8 +135,7 @@ def main() -> None:
             print(f"  vLLM (CPU build) {v['vllm_ms_min']:8.0f} ms  {v['vllm_tokens_per_s']:7.0f} tok/s")
             print(f"  ablate's sampler {v['hf_ms_min']:8.0f} ms  {v['hf_tokens_per_s']:7.0f} tok/s")
             print(f"  ablate / vLLM time: {v['ratio_hf_vs_vllm']:.2f}x")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"real_model-{res['when']}.json").write_text(json.dumps(res, indent=1))
+    _save(res)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ def run(model_dir: str, rows: int = 64, max_new: int = 16, reps: int = 15, threa
     backend.tok.eos_token_id = -1
     # the GRPO shape: 8 distinct prompts x K copies (ablate prefills the 8 distinct rows, the others all rows)
     prompts = [tok.encode(f"{c}bc=") for c in "abcdefgh" for _ in range(rows // 8)]
+    n = min(map(len, prompts))  # a BPE tokenizer splits them unevenly: one length, no padding (same work)
+    prompts = [p[:n] for p in prompts]
     ids = torch.tensor(prompts)
     params = SamplingParams(1.0, 1.0, max_new)
     gen = torch.Generator().manual_seed(0)

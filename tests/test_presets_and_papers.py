@@ -187,3 +187,16 @@ def test_keys_added_later_enter_the_hash_only_when_set():
     assert config_hash(compose(["task.difficulty=[0.0,0.2]"])) != base
     assert config_hash(compose(["model.autocast=none"])) == base
     assert config_hash(compose(["model.autocast=bfloat16"])) != base
+
+
+def test_toy_preset_measures_above_the_floor():
+    """preset=toy is offered for any sweep: its baseline must start where a change can show (not at 0.08 with
+    steps of 1/32), on an eval fine enough to see it."""
+    from ablate.trainer.core import train
+
+    evals = [
+        r["eval/positive_rate"]
+        for r in train(compose(["preset=toy"]), 0).history
+        if "eval/positive_rate" in r
+    ]
+    assert len(evals) == 3 and evals[0] > 0.25 and all(round(e * 256) == e * 256 for e in evals)

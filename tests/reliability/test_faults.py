@@ -125,7 +125,9 @@ def test_ctrl_c_keeps_finished_trials_and_exits_130(tmp_path):
     assert finished and not {"failed", "error"} & set(statuses(run).values()), statuses(run)
     import pandas as pd
 
-    (table,) = (tmp_path / "reports" / "intr").rglob("table.csv") if (tmp_path / "reports").exists() else (None,)
+    (table,) = (
+        (tmp_path / "reports" / "intr").rglob("table.csv") if (tmp_path / "reports").exists() else (None,)
+    )
     if table is None:  # an interrupted sweep writes no report: make it from the store, as a user would
         assert cli(["report", str(run)], cwd=tmp_path).returncode == 0
         (table,) = (tmp_path / "reports" / "intr").rglob("table.csv")
