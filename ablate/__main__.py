@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ablate import cpu_kernels
 from ablate.cli.help import config_to_show, help_text, info_text
 from ablate.cli.report_cmd import run_report, run_report_mode
 from ablate.cli.sweep_cmd import run_sweep
@@ -20,6 +21,7 @@ from ablate.timeline import mark
 def main(argv: list[str] | None = None) -> int:
     mark("driver: imported")
     argv = list(sys.argv[1:] if argv is None else argv)
+    cpu_kernels.pin(cpu_kernels.from_argv(argv))  # before anything imports torch (composing does)
     if "--version" in argv:
         from ablate import __version__
 

@@ -295,6 +295,7 @@ def load_run(run: Path):
                 "phase": st.get("phase", ""),
                 "losses": st.get("losses") or [],
                 "resumed_from": st.get("resumed_from"),
+                "cpu_kernels": st.get("cpu_kernels"),
             }
         )
     return pd.DataFrame(rows), pd.DataFrame(trials)

@@ -2,6 +2,11 @@ import os
 
 import pytest
 
+from ablate import cpu_kernels  # noqa: E402  (no torch import)
+
+# The suite computes on the kernels the CLI pins by default (launcher.cpu_kernels=avx2), before anything imports
+# torch: a trial run in this process and the same trial run by a CLI subprocess or a Ray worker agree.
+cpu_kernels.pin("avx2")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("WANDB_MODE", "offline")

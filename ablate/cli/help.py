@@ -79,7 +79,9 @@ def info_text() -> str:
         conf = f"not found ({e})"
     rows = [("ablate", __version__), ("python", f"{platform.python_version()} ({sys.executable})")]
     rows += [(name, version(dist)) for name, dist in LIBRARIES]
-    rows += [("cuda", _cuda()), ("cpu", _cpu()), ("conf", conf)]
+    from ablate.cpu_kernels import describe
+
+    rows += [("cuda", _cuda()), ("cpu", _cpu()), ("cpu kernels", describe()), ("conf", conf)]
     return "\n".join(f"{name:<13} {value}" for name, value in rows)
 
 

@@ -29,9 +29,8 @@ def run_sweep(cfg, overrides: list[str]) -> int:
             refuse_absurd(plan, cfg)
         elif absurd_reason(plan, cfg):
             print(f"warning: a launch would be refused: {absurd_reason(plan, cfg)}", file=sys.stderr)
-    for note in plan.warnings:  # after the refusals: a refused plan gets one line
-        print(f"warning: {note}", file=sys.stderr)
     if cfg.dry_run:
+        _warn(plan)
         return 0
     if cfg.ray.address:
         from ablate.sweep.cluster import probe
@@ -48,6 +47,7 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         except ConfigError:
             ray_session.stop()
             raise
+    _warn(plan)  # after every refusal (a dead cluster address included): a refused plan gets one line
     t0 = time.time()
     counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
     mark("driver: trials done")
@@ -71,3 +71,8 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     print(f"store:  {run}")
     print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
     return 0 if counts["failed"] == 0 else 1
+
+
+def _warn(plan) -> None:
+    for note in plan.warnings:
+        print(f"warning: {note}", file=sys.stderr)

@@ -19,6 +19,7 @@ def validate_launch(cfg) -> None:
     _one_of("mode", cfg.mode, ["sweep", "train", "report"])
     _one_of("logger", cfg.logger, ["none", "wandb"])
     _one_of("launcher.name", cfg.launcher.name, ["local", "cluster"])
+    _one_of("launcher.cpu_kernels", cfg.launcher.cpu_kernels, ["avx2", "native"])
     _positive("launcher.cpus_per_trial", cfg.launcher.cpus_per_trial)
     if cfg.mode == "sweep" and not cfg.ray.address:  # embedded Ray: a trial must fit this machine
         cpus = cfg.launcher.num_cpus or os.cpu_count() or 1

@@ -77,6 +77,7 @@ def manifest(plan: dict, trials: pd.DataFrame) -> dict:
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "packages": versions,
+        "cpu_kernels": sorted(set(trials["cpu_kernels"].dropna())) if "cpu_kernels" in trials else [],
         "config_hashes": hashes,
     }
 
@@ -200,16 +201,21 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
         ),
         Table(health[["variant", "flag", "seeds", "meaning", "remedy"]], empty="No flags raised."),
     ]
+    kernels = man.get("cpu_kernels", [])
     blocks += [
         Heading("Reproducibility"),
         Para(
             f"git commit `{man['git_commit']}`, Python {man['python']}; "
             + ", ".join(f"{k} {v}" for k, v in man["packages"].items())
-            + ". Config hashes per trial: `manifest.json`; every trial's resolved config: "
-            "`<run>/<variant>/seed=<n>/config.yaml`."
+            + f". CPU kernels the trials ran on: {'; '.join(kernels) or 'not recorded'} (the same seed gives the "
+            "same numbers on the same code, library versions and kernels: launcher.cpu_kernels). Config hashes "
+            "per trial: `manifest.json`; every trial's resolved config: `<run>/<variant>/seed=<n>/config.yaml`."
         ),
         Pre(f"python -m ablate report runs/{plan['sweep']}/{plan['run_id']}"),
     ]
+    if len(kernels) > 1:
+        blocks.insert(-2, Note(f"Trials ran on different CPU kernels ({'; '.join(kernels)}): their numbers are "
+                               "not comparable bit for bit, and a rerun elsewhere may differ."))  # fmt: skip
     return blocks
 
 

@@ -177,8 +177,9 @@ def ablation_table(
     # sd, and the variance a spreadless row is tested with (zeros would only shrink it)
     sd_plan, df = pw.pooled_sd([d for d in diffs.values() if not degenerate(d)])
     for i in table.index[comp & (table.get("sd_source") == "pooled")] if m else []:
-        table.loc[i, "p"] = pooled_t(diffs[table.variant[i]], sd_plan, df, stats.alpha)[0]
-        if not math.isfinite(table.loc[i, "p"]):
+        p, lo, hi = pooled_t(diffs[table.variant[i]], sd_plan, df, stats.alpha)
+        table.loc[i, ["p", "raw_ci_low", "raw_ci_high"]] = p, lo, hi
+        if not math.isfinite(p):
             table.loc[i, "sd_source"] = "none"  # no other row has a spread either
     p_adj, level = family_levels(table.loc[comp, "p"].tolist() if m else [], stats.alpha, stats.correction)
     if m:

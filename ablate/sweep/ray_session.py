@@ -43,9 +43,13 @@ def start(cfg) -> bool:
     mark("driver: ray.init")
     try:
         if cfg.ray.address:  # the address the probe found ('auto': RAY_ADDRESS, then this machine's cluster)
+            from ablate import cpu_kernels
             from ablate.sweep.cluster import resolve
 
-            ray.init(address=resolve(cfg.ray.address), **kwargs)
+            env = cpu_kernels.pin(cfg.launcher.cpu_kernels)  # the nodes' workers compute as the driver would
+            ray.init(
+                address=resolve(cfg.ray.address), runtime_env={"env_vars": env} if env else None, **kwargs
+            )
         else:  # embedded means embedded: never RAY_ADDRESS's cluster, nor one `ray start` left on the machine
             ray.init(
                 address="local",

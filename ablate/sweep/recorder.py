@@ -59,7 +59,7 @@ class TrialRecorder:
         if kind == "record":
             self.record(event["record"])
         elif kind == "start":
-            self.start({k: event.get(k) for k in ("host", "pid", "node_ip", "node_id")})
+            self.start({k: event.get(k) for k in ("host", "pid", "node_ip", "node_id", "cpu_kernels")})
         elif kind == "done":
             self.done(event["status"], **{k: event.get(k) for k in COST})
         elif kind == "error":

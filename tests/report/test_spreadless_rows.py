@@ -43,6 +43,7 @@ def test_a_copy_of_the_baseline_borrows_the_pooled_variance(tmp_path):
         row = t.loc[name]
         assert row.sd_source == "pooled" and row.verdict != "equivalent"
         assert row.ci_high - row.ci_low > 0.02  # a real interval, from the pooled sd of the noisy rows
+        assert row.ci_low <= row.raw_ci_low < row.raw_ci_high <= row.ci_high  # the raw 95% one: narrower
         assert "sd pooled from the other rows" in row.verdict_text
         # the interval and the verdict still agree: it contains 0, so neither helps nor hurts
         assert row.ci_low < 0 < row.ci_high and row.verdict == "inconclusive"
