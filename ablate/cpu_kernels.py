@@ -10,7 +10,8 @@ last decade has: ATen's dispatch (``ATEN_CPU_CAPABILITY=avx2``) and MKL's condit
 reproducibility (``MKL_CBWR=AVX2``), at ~10% of a tiny-model trial's time. ``native`` lets each CPU use its
 widest kernels. Both are environment variables read when torch and MKL first compute, so they are set at the
 very start of the command (an environment variable the user set wins) and passed to a joined cluster's
-workers; a trial records the kernels it actually ran on (status.json ``cpu_kernels``).
+workers; a trial records the kernels it actually ran on (status.json ``cpu_kernels``). What the pin does not
+cover: bf16 autocast (``model.autocast``), whose matmuls run on the CPU's own bf16 units through oneDNN.
 """
 
 from __future__ import annotations

@@ -20,9 +20,27 @@ AUTOCAST_DTYPES = {"none": None, "bfloat16": torch.bfloat16}
 
 
 def compute_context(mode: str, device: str) -> Callable[[], contextlib.AbstractContextManager]:
-    """-> a factory of the context the scoring forwards run in: autocast to ``mode`` on ``device``, or nothing."""
+    """-> a factory of the context the scoring forwards run in: autocast to ``mode`` on ``device``, or nothing.
+
+    On CPU kernels below AVX-512 (the default launcher.cpu_kernels=avx2 pin, ablate/cpu_kernels.py) attention
+    runs in SDPA's math kernel: torch's fused bf16 CPU attention packs for AMX whenever the CPU has it but
+    checks for AVX-512 kernels, and raises ("pack_vnni2 is only supported when avx512 is supported"). On
+    native AVX-512 kernels the fused one stays (what bench/NOTES.md measured).
+    """
     dtype = AUTOCAST_DTYPES[mode]
     if dtype is None:
         return contextlib.nullcontext
-    device_type = "cuda" if str(device).startswith("cuda") else "cpu"
-    return functools.partial(torch.autocast, device_type, dtype=dtype)
+    if str(device).startswith("cuda"):
+        return functools.partial(torch.autocast, "cuda", dtype=dtype)
+    return functools.partial(_cpu_autocast, dtype)
+
+
+@contextlib.contextmanager
+def _cpu_autocast(dtype):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    fused_ok = torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    with torch.autocast("cpu", dtype=dtype), contextlib.ExitStack() as stack:
+        if not fused_ok:
+            stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
+        yield
