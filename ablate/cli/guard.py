@@ -8,18 +8,17 @@ import sys
 from omegaconf import OmegaConf
 
 from ablate.config import ConfigError
+from ablate.trainer.tiny_size import tiny_param_count, tiny_vocab
 
 ABSURD_S = 24 * 3600  # an estimate beyond a day of this machine for the embedded model is a typo, not a plan
 
 
-DEFAULT_TINY_PARAMS = 82_816  # the embedded model at its defaults (2 layers, width 64): what the timings fit
+DEFAULT_TINY_PARAMS = 82_944  # the embedded model at its defaults (2 layers, width 64): what the timings fit
 LONG_S = 2 * 3600  # a plan longer than this asks before it starts (or needs force=true without a terminal)
 
 
 def tiny_params(c) -> int:
-    """Parameters of the embedded Llama: per layer 4 h^2 (attention) + 3 h i (MLP), plus the tied embedding."""
-    h, i, layers = c.model.hidden_size, c.model.intermediate_size, c.model.num_layers
-    return layers * (4 * h * h + 3 * h * i) + (len(c.task.alphabet) + 6) * h
+    return tiny_param_count(c.model, tiny_vocab(c.task.alphabet))
 
 
 def estimate_trial_seconds(plan) -> float | None:

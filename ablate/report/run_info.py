@@ -14,6 +14,7 @@ import pandas as pd
 import yaml
 
 from ablate import store
+from ablate.trainer.tiny_size import tiny_param_count, tiny_vocab  # noqa: F401  (re-exported)
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: ~10x faster on 100 trial configs
 
@@ -30,13 +31,6 @@ def _read_yaml(path: str) -> dict | None:
 def trial_config(run: Path, variant: str, seed: int) -> dict | None:
     """The resolved config a trial ran with (<run>/<variant>/seed=<n>/config.yaml), None where absent."""
     return _read_yaml(str(store.trial_paths(Path(run), variant, int(seed)).config))
-
-
-def tiny_param_count(model: dict, vocab_size: int) -> int:
-    """Parameters of the embedded Llama-style model (tied embeddings, no biases): embedding, per layer
-    q/k/v/o (4 h²) + gated MLP (3 h·i) + two RMSNorms (2 h), final RMSNorm."""
-    h, i, n = model["hidden_size"], model["intermediate_size"], model["num_layers"]
-    return vocab_size * h + n * (4 * h * h + 3 * h * i + 2 * h) + h
 
 
 def _seed_list(seeds: list[int]) -> str:
@@ -85,8 +79,7 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
         k=_values(per_variant, "algo", "responses_per_prompt"),
     )
     if info["model"] == "tiny":
-        vocab = 3 + len(set(task.get("alphabet", "")))  # pad/bos/eos + one id per character
-        info["params"] = tiny_param_count(model, vocab)
+        info["params"] = tiny_param_count(model, tiny_vocab(task.get("alphabet", "")))
         info["model_detail"] = (
             f"embedded Llama-style, {model['num_layers']} layers, hidden {model['hidden_size']}, "
             f"{info['params'] / 1e3:.0f}k parameters"
