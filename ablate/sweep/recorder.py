@@ -59,7 +59,8 @@ class TrialRecorder:
         if kind == "record":
             self.record(event["record"])
         elif kind == "start":
-            self.start({k: event.get(k) for k in ("host", "pid", "node_ip", "node_id", "cpu_kernels")})
+            node = {k: event.get(k) for k in ("host", "pid", "node_ip", "node_id")}
+            self.start(node | ({"cpu_kernels": event["cpu_kernels"]} if event.get("cpu_kernels") else {}))
         elif kind == "done":
             self.done(event["status"], **{k: event.get(k) for k in COST})
         elif kind == "error":
