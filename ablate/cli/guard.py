@@ -52,10 +52,10 @@ def tiny_trial_gb(plan) -> float:
     return worst
 
 
-def absurd_reason(plan, cfg) -> str | None:
+def absurd_reason(plan, cfg, per: float | None) -> str | None:
     """Why a plan for the embedded model is beyond reason (a day of this machine, an hour per trial, or more
-    memory than the machine has; e.g. algo.responses_per_prompt=100000 or model.num_layers=80), or None."""
-    per = estimate_trial_seconds(plan)
+    memory than the machine has; e.g. algo.responses_per_prompt=100000 or model.num_layers=80), or None.
+    ``per``: estimate_trial_seconds(plan), computed once by the caller (it reads every trial's config)."""
     if per is None:
         return None
     slots = _slots(cfg)
@@ -75,15 +75,14 @@ def _slots(cfg) -> int:
     return max(1, int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial))
 
 
-def refuse_absurd(plan, cfg) -> None:
+def refuse_absurd(plan, cfg, per: float | None) -> None:
     """An absurd plan runs only with force=true; a long one (over two hours of this machine) asks first at a
     terminal, and needs force=true where nobody can answer."""
     if cfg.force:
         return
-    why = absurd_reason(plan, cfg)
+    why = absurd_reason(plan, cfg, per)
     if why:
         raise ConfigError(why)
-    per = estimate_trial_seconds(plan)
     if per is None:
         return
     total = per * len(plan.trials) / _slots(cfg)

@@ -17,18 +17,17 @@ def run_sweep(cfg, overrides: list[str]) -> int:
 
     plan = build_plan(cfg, overrides)
     mark("driver: planned")
+    per_trial = estimate_trial_seconds(plan) if cfg.dry_run or not cfg.force else None
     if cfg.dry_run:
-        print(
-            describe(plan, cfg, estimate_trial_seconds(plan), run_dir(cfg.runs_dir, plan.sweep, plan.run_id))
-        )
+        print(describe(plan, cfg, per_trial, run_dir(cfg.runs_dir, plan.sweep, plan.run_id)))
     if not cfg.force:  # a trial that cannot fit its GPU: refused with the figures, dry run or not
         from ablate.sweep.memory import plan_sweep, refuse_if_too_big
 
         refuse_if_too_big(plan_sweep(plan, cfg))
         if not cfg.dry_run:
-            refuse_absurd(plan, cfg)
-        elif absurd_reason(plan, cfg):
-            print(f"warning: a launch would be refused: {absurd_reason(plan, cfg)}", file=sys.stderr)
+            refuse_absurd(plan, cfg, per_trial)
+        elif why := absurd_reason(plan, cfg, per_trial):
+            print(f"warning: a launch would be refused: {why}", file=sys.stderr)
     if cfg.dry_run:
         _warn(plan)
         return 0

@@ -32,15 +32,14 @@ def compute_context(mode: str, device: str) -> Callable[[], contextlib.AbstractC
         return contextlib.nullcontext
     if str(device).startswith("cuda"):
         return functools.partial(torch.autocast, "cuda", dtype=dtype)
-    return functools.partial(_cpu_autocast, dtype)
+    if torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+        return functools.partial(torch.autocast, "cpu", dtype=dtype)
+    return functools.partial(_cpu_autocast_math_attention, dtype)
 
 
 @contextlib.contextmanager
-def _cpu_autocast(dtype):
+def _cpu_autocast_math_attention(dtype):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    fused_ok = torch.backends.cpu.get_cpu_capability().startswith("AVX512")
-    with torch.autocast("cpu", dtype=dtype), contextlib.ExitStack() as stack:
-        if not fused_ok:
-            stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
+    with torch.autocast("cpu", dtype=dtype), sdpa_kernel([SDPBackend.MATH]):
         yield
