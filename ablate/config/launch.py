@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 from typing import Any
 
 from ablate.config.checks import _at_least, _fail, _one_of, _positive
@@ -139,8 +140,28 @@ def check_runs_here(cfg) -> None:
                 "no CUDA GPU is visible here; use train.device=auto (or cpu), or ray.address=auto to run on "
                 "a cluster's GPUs",
             )
-    if t.name in ("gsm8k", "math") and importlib.util.find_spec("datasets") is None:
-        _fail("task.name", t.name, "needs the 'data' extra (datasets): pip install -e '.[data]'")
+    if t.name in ("gsm8k", "math"):
+        if importlib.util.find_spec("datasets") is None:
+            _fail("task.name", t.name, "needs the 'data' extra (datasets): pip install -e '.[data]'")
+        _check_hub_dataset(t.path)
+
+
+def _check_hub_dataset(path: str) -> None:
+    """A hub name must load here (the network, or the local datasets cache): found before launch, not as a
+    ConnectionError traceback inside the first trial."""
+    if not path or Path(path).exists():
+        return
+    import datasets
+
+    try:
+        datasets.load_dataset_builder(path, "main" if "gsm8k" in path else None)
+    except Exception as e:  # noqa: BLE001 - ConnectionError, DatasetNotFoundError, ...: all mean "not here"
+        _fail(
+            "task.path",
+            path,
+            f"cannot load this hub dataset here ({e.__class__.__name__}: no network and not in the local "
+            "datasets cache); give a local json/jsonl/parquet file or folder: task.path=/path/to/data",
+        )
 
 
 def parse_seeds(value: Any) -> list[int]:

@@ -232,6 +232,24 @@ def test_task_data_extra_missing_is_refused_before_launch(monkeypatch, tmp_path,
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_hub_dataset_that_cannot_load_here_is_refused_before_launch(monkeypatch, tmp_path, capsys):
+    """No network and nothing in the datasets cache: one line naming task.path and the way out (a local file),
+    not a ConnectionError traceback from inside the first trial."""
+    import datasets
+
+    def offline(path, name=None, **kw):
+        raise ConnectionError(f"Couldn't reach '{path}' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.setattr(datasets, "load_dataset_builder", offline)
+    monkeypatch.chdir(tmp_path)
+    for argv in (["sweep=smoke", "task=gsm8k", "dry_run=true"], ["mode=train", "task=math"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "task.path='" in err[0], err
+        assert "cannot load this hub dataset here (ConnectionError" in err[0] and "task.path=/path/to" in err[0]
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_sweep_file_value_of_the_wrong_shape_names_its_key(tmp_path, monkeypatch, capsys):
     (tmp_path / "sp" / "sweep").mkdir(parents=True)
     bodies = {"text": "a: k=4", "number": "a: 5", "mapping": "a: {x: 1}"}
