@@ -72,6 +72,8 @@ def _one_line(exc: Exception, overrides: list[str]) -> str:
 
         full = re.search(r"full_key: (\S+)", msg)
         key = full.group(1) if full else m.group(1)
+        typed = [o.split("=", 1)[0].lstrip("+~") for o in overrides]  # the whole path, not its first bad part
+        key = next((t for t in typed if t.startswith(key + ".")), key)
         return f"{key}: no such key in {m.group(2)}{did_you_mean(key, tuple(group_names()))}"
     m = re.search(r"Value '([^']*)' is not a valid (\w+)", msg)
     if m:

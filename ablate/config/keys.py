@@ -6,7 +6,7 @@ import dataclasses
 import difflib
 import functools
 
-from ablate.config.schema import Config
+from ablate.config.schema import Config, SweepConfig
 
 
 @functools.cache
@@ -22,6 +22,7 @@ def schema_keys() -> tuple[str, ...]:
                 walk(value, f"{prefix}{f.name}.")
 
     walk(Config(), "")
+    walk(SweepConfig(), "sweep.")  # unset (None) by default, so the walk above stops at it
     return tuple(out)
 
 
@@ -42,7 +43,8 @@ def did_you_mean(key: str, extra: tuple[str, ...] = ()) -> str:
     """'; did you mean algo.kl.coef?' for 'algo.kl.coeff' (whole key), 'rollout.top_p' for 'top_p' (last name);
     '' when nothing is close. ``extra``: more names to match (the config groups)."""
     keys = schema_keys() + tuple(extra)
-    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.8)
+    close = [k for k in keys if k.endswith("." + key)][:2]  # a section left out: stats.alpha, kl.coef
+    close = close or difflib.get_close_matches(key, keys, n=1, cutoff=0.8)
     if not close:
         by_leaf: dict[str, list[str]] = {}
         for k in keys:

@@ -142,6 +142,10 @@ BAD = [
     ),
     (["sweep=smoke", "top_p=0.9"], "top_p: no such key in Config; did you mean rollout.top_p?"),
     (["sweep=smoke", "rollout.temprature=0.7"], "did you mean rollout.temperature?"),
+    # a section left out: the full path is named (the sweep's stats too, though no sweep is set by default)
+    (["sweep=smoke", "stats.primary_test=wilcoxon"], "stats.primary_test: no such key in Config; did you mean sweep.stats.primary_test?"),
+    (["sweep=smoke", "kl.coef=0.1"], "kl.coef: no such key in Config; did you mean algo.kl.coef?"),
+    (["sweep=smoke", "sweep.stats.alfa=0.1"], "did you mean sweep.stats.alpha?"),
     (["sweep=smoke", "actor_rollout_ref.actor.kl_loss_coef=0.1"], "verl's KL loss weight: here algo.kl.coef"),
     (["sweep=smoke", "algorithm.adv_estimator=grpo"], "its normalization is adv_norm=group"),
     (["sweep=smoke", "data.train_batch_size=8"], "verl's prompts per step: here train.prompts_per_step"),
