@@ -414,3 +414,12 @@ def test_version_and_info(capsys):
     for word in ("ablate", "python", "torch", "transformers", "ray", "hydra", "wandb", "cuda", "cpu", "conf"):
         assert any(line.split()[0] == word for line in out.splitlines()), (word, out)
     assert __version__ in out and sys.version.split()[0] in out and "/conf" in out
+
+
+def test_mode_train_dry_run_trains_nothing_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """dry_run=true means the same for one trial as for a sweep: checked and shown, never run."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["mode=train", "k=16", "seed=1", "dry_run=true"]) == 0
+    out = capsys.readouterr().out
+    assert "train: seed 1, 60 steps, K=16" in out and "dry run: nothing trained or written" in out
+    assert not (tmp_path / "runs").exists() and not (tmp_path / ".cache").exists()
