@@ -158,3 +158,15 @@ def test_dry_run_accepts_8_gpus_with_fsdp(capsys):
     assert (
         "cannot run as planned" not in err
     )  # data-parallel trials run the vLLM rollout: one engine per rank
+
+
+def test_a_cpu_sweep_of_a_real_model_gets_no_gpu_plan(capsys, tmp_path, monkeypatch):
+    """CPU trials (no GPU per trial): a GPU memory plan and a TFLOP/s time estimate would be nonsense (it said
+    ~0.0 min a step for SmolLM2 on two cores); the dry run says the time is measured once a trial finished."""
+    from ablate.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep=real_cpu", "seeds=3", "dry_run=true"]) == 0
+    out = capsys.readouterr().out
+    assert "memory plan per GPU" not in out and "time ESTIMATE" not in out
+    assert "CPU trials of model=smollm2: time not estimated before a trial has finished" in out
