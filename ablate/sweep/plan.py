@@ -355,8 +355,10 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=
         )
     from ablate.sweep import memory
 
-    if not cfg.launcher.gpus_per_trial:  # CPU trials: a GPU's memory plan and TFLOP/s estimate do not apply
-        model = OmegaConf.create(plan.trials[0].config_yaml).model.name
+    first = OmegaConf.create(plan.trials[0].config_yaml)
+    if not cfg.launcher.gpus_per_trial and first.train.device != "cuda":
+        # CPU trials: a GPU's memory plan and TFLOP/s estimate do not apply
+        model = first.model.name
         if model != "tiny" and not measured:
             lines.append(
                 f"CPU trials of model={model}: time not estimated before a trial has finished (then "
@@ -365,5 +367,5 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=
         return "\n".join(lines)
     mp = memory.plan_sweep(plan, cfg)
     if mp is not None or cfg.model.name != "tiny":  # the embedded tiny model is never worth a plan
-        lines += memory.describe(mp, OmegaConf.create(plan.trials[0].config_yaml).train.steps, n)
+        lines += memory.describe(mp, first.train.steps, n)
     return "\n".join(lines)
