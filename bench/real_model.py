@@ -136,6 +136,10 @@ def main() -> None:
             print(f"  ablate's sampler {v['hf_ms_min']:8.0f} ms  {v['hf_tokens_per_s']:7.0f} tok/s")
             print(f"  ablate / vLLM time: {v['ratio_hf_vs_vllm']:.2f}x")
     _save(res)
+    if set(a.only) == {"step", "rollout", "vllm"} and "error" not in res.get("vllm", {}):
+        from bench.doc_figures import publish
+
+        publish(RESULTS / f"real_model-{res['when']}.json", "real_model.json")  # the docs quote this run
 
 
 if __name__ == "__main__":

@@ -1,0 +1,393 @@
+"""Every figure the README and docs/ quote is written here, from what measured it, between markers:
+
+    <!-- figures:NAME -->
+    ...generated...
+    <!-- /figures:NAME -->
+
+Sources: the planner (recomputed now: deterministic), docs/figures/*.csv (tables of real runs: the main job,
+the real_cpu sweep) and docs/figures/*.json (the benchmarks' own results files, copied there by `make bench`
+and `make bench-real` when they finish). `python -m bench.doc_figures` rewrites every block;
+`--check` (tests/test_docs.py) fails on a block that differs from its source, so a stale number fails CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "docs" / "figures"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.S)
+
+
+def _md(df) -> str:
+    from ablate.report.blocks import md_table
+
+    return md_table(df).rstrip("\n")
+
+
+def _json(name: str) -> dict:
+    return json.loads((FIGURES / name).read_text())
+
+
+# ---------------------------------------------------------------- tables of real runs
+
+
+def _verdict_table(csv: Path) -> str:
+    """The report's own table (ablate.report.display), the columns a reader decides on."""
+    import pandas as pd
+
+    from ablate.report.display import display_table
+
+    shown = display_table(pd.read_csv(csv, keep_default_na=True).fillna({"changed": "", "verdict_text": ""}))
+    keep = [
+        c for c in shown.columns if c.startswith(("variant", "what changed", "mean", "Δ", "p raw", "verdict"))
+    ]
+    return _md(shown[keep])
+
+
+def main_job() -> str:
+    """`make run`'s table as a fresh clone writes it (tests/test_main_job.py reruns the sweep and compares)."""
+    return _verdict_table(FIGURES / "main_job_table.csv")
+
+
+def real_cpu() -> str:
+    """`python -m ablate sweep=real_cpu seeds=1`'s table (one seed: Δ only, no verdicts)."""
+    import pandas as pd
+
+    t = pd.read_csv(FIGURES / "real_cpu_table.csv")
+    cols = {"variant": "variant", "changed": "what changed", "mean": "final eval/positive_rate"}
+    out = t[list(cols)].rename(columns=cols)
+    out["Δ vs baseline"] = [("–" if pd.isna(d) else f"{d:+.3f}") for d in t["delta"]]
+    out["final eval/positive_rate"] = [f"{m:.3f}" for m in t["mean"]]
+    out["tokens/trial"] = [f"{x / 1000:.1f}k" for x in t["tokens"]]
+    out["wall s/trial"] = [f"{x:.0f}" for x in t["trial_seconds"]]
+    out["peak RSS"] = [f"{x / 1024:.1f} GB" for x in t["peak_rss_mb"]]
+    return _md(out.fillna(""))
+
+
+# ---------------------------------------------------------------- the planner
+
+
+def paper_commands() -> list[list[str]]:
+    """docs/sweeps.md's cluster commands for the three papers, as argv lists (after `python -m ablate`)."""
+    text = (ROOT / "docs" / "sweeps.md").read_text().replace("\\\n", " ")
+    return [
+        shlex.split(ln.split("#")[0])[3:]
+        for ln in text.splitlines()
+        if ln.startswith("python -m ablate sweep=paper") and "launcher=cluster" in ln
+    ]
+
+
+def planner() -> str:
+    """The planner's figures for those commands on 80 GB cards, largest variant."""
+    from ablate.compose import compose
+    from ablate.sweep.memory import GIB, plan_sweep
+    from ablate.sweep.plan import build_plan
+
+    rows = [
+        "| sweep | model | GPUs per trial | memory per GPU | est. per step | est. per trial | "
+        "est. GPU-hours (5 seeds) | one checkpoint |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for argv in paper_commands():
+        argv = [*argv, "launcher.gpu_memory_gb=80"]
+        cfg = compose(argv)
+        plan = build_plan(cfg, argv)
+        mp = plan_sweep(plan, cfg)
+        hours = (mp.step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
+        size = re.search(r"-(\d+(?:\.\d+)?B)", cfg.model.name).group(1)
+        gpus = f"{mp.world}, FSDP" if mp.parallel == "fsdp" else str(mp.world)
+        rows.append(
+            f"| {plan.sweep} ({len(plan.variants) - 1} variants) | {size} | {gpus} | {mp.total / GIB:.1f} GiB | "
+            f"~{mp.step_seconds / 60:.1f} min | ~{hours:.1f} h | ~{hours * mp.world * len(plan.trials):,.0f} | "
+            f"{mp.checkpoint_bytes / GIB:.1f} GiB |"
+        )
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- benchmarks (make bench's results file)
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}x"
+
+
+def bench() -> str:
+    b = _json("bench.json")
+    rows = [("benchmark (`make bench`, " + _when(b) + ")", "figure")]
+    for r in b.get("step", []):
+        a, t, f = r["ablate"], r["trl"], r["floor"]
+        rows.append(
+            (
+                f"trainer step, K={r['k']}, {r['threads']} thread(s): ablate vs TRL GRPOTrainer; vs bare-PyTorch floor",
+                f"TRL takes {_x(r['speedup_vs_trl'])} ablate's time ({t['ms_min']:.1f} vs {a['ms_min']:.1f} ms); "
+                f"ablate {_x(r['ratio_vs_floor'])} of the floor ({f['ms_min']:.1f} ms); "
+                f"peak RSS {a['peak_rss_mb']:.0f} vs {t['peak_rss_mb']:.0f} MB",
+            )
+        )
+    if "rollout" in b:
+        r = b["rollout"]
+        rows.append(
+            (
+                "rollout, 64 rows x 16 tokens: ablate's sampler vs a bare KV-cache loop; `model.generate` vs ablate",
+                f"{_x(r['ratio_ablate_vs_bare'])} of bare ({r['ablate']['ms_min']:.1f} vs {r['bare']['ms_min']:.1f} ms); "
+                f"generate {_x(r['ratio_generate_vs_ablate'])} ablate's time",
+            )
+        )
+    for plen, v in b.get("prefix_sharing", {}).items():
+        rows.append(
+            (
+                f"shared prefill vs one prefill per row, {plen}-token prompts",
+                f"{_x(v['speedup'])} faster rollout",
+            )
+        )
+    for key in ("sweep", "sweep_default_length"):
+        if key in b:
+            s = b[key]
+            rows.append(
+                (
+                    f"sweep overhead: `python -m ablate`, {s['trials']} trials of {s['steps_per_trial']} steps "
+                    f"(~{s['mean_trial_s']:.1f} s) on {s['slots']} slots",
+                    f"all trials stored at {_x(s['ratio_wall_vs_ideal'])} of ideal; command exit "
+                    f"{_x(s['ratio_command_vs_ideal'])}; first trial running -> all stored "
+                    f"{_x(s['ratio_trials_span_vs_ideal'])}; gap between trials in a worker "
+                    f"{1000 * s['gap_between_trials_s']:.0f} ms",
+                )
+            )
+    if "sweep" in b:
+        s = b["sweep"]
+        rows.append(
+            (
+                "memory: one trial / the whole sweep (driver + Ray)",
+                f"{s['peak_trial_rss_mb']:.0f} MB / {s['peak_sweep_rss_mb'] / 1024:.1f} GB",
+            )
+        )
+    if "report" in b:
+        r = b["report"]
+        rows.append(
+            (
+                f"report on a {r['trials']}-trial store",
+                f"{r['s_min']:.2f} s (min), {r['s_median']:.2f} s median",
+            )
+        )
+    if "checkpoint" in b:
+        c = b["checkpoint"]
+        p = c["path"]
+        rows.append(
+            (
+                "checkpoint of the tiny model (weights + AdamW + records) vs one RL step",
+                f"save {1000 * p['save_s_min']:.0f} ms, restore {1000 * p['restore_s_min']:.0f} ms, "
+                f"{p['bytes'] / 2**20:.1f} MiB; a step {1000 * c['step_s']:.0f} ms",
+            )
+        )
+    head, *body = rows
+    return "\n".join([f"| {head[0]} | {head[1]} |", "|---|---|", *(f"| {a} | {c} |" for a, c in body)])
+
+
+def startup() -> str:
+    t = _json("bench.json")["sweep"]["timeline"]
+    return "\n".join(
+        ["| event | s after launch |", "|---|---|", *(f"| {e} | {s:.2f} |" for e, s in t.items())]
+    )
+
+
+def _when(b: dict) -> str:
+    w = b.get("when", "")
+    return f"{w[:4]}-{w[4:6]}-{w[6:8]}" if len(w) >= 8 else "undated"
+
+
+def calibration() -> str:
+    """Calibration through `python -m ablate report` on simulated stores with known truth (make bench)."""
+    b = _json("bench.json")
+    c = b["calibration"]
+    a, cb, ch = c["a_a_normal"], c["coverage_bounded"], c["coverage_heavy"]
+    fw, fe = c["family_wise_10_nulls"], c["false_equivalence_at_margin"]
+    pm, dv = c["power_at_printed_mde"], c["diverged_baseline_seed"]
+    rows = [
+        ("no true difference, one variant: called helps/hurts", f"{a['significant']:.1%}", "5%", a["reps"]),
+        ("the interval covers the true difference (normal scores)", f"{a['coverage']:.1%}", "95%", a["reps"]),
+        (
+            "coverage, [0,1]-bounded scores (a positive rate of 64 samples)",
+            f"{cb['coverage']:.1%}",
+            "95%",
+            cb["reps"],
+        ),
+        ("coverage, heavy-tailed scores (t, 3 df)", f"{ch['coverage']:.1%}", "95%", ch["reps"]),
+        (
+            f"{fw['nulls']} null variants under Holm: some row called",
+            f"{fw['fwer']:.1%}",
+            "<= 5%",
+            fw["reps"],
+        ),
+        (
+            f"true difference exactly at the margin ({fe['seeds']} seeds): called equivalent",
+            f"{fe['false_equivalent']:.1%}",
+            "<= 5%",
+            fe["reps"],
+        ),
+        (
+            f"the MDE a {pm['rows']}-row report prints ({pm['mde']:.3f}), planted: found",
+            f"{pm['power']:.1%}",
+            "~80%",
+            pm["reps"],
+        ),
+        (
+            "one diverged baseline seed (6 seeds), planted d_z = 1.6: found",
+            f"{dv['power']:.1%}",
+            f"{dv['expected']:.1%} (power at 5 pairs)",
+            dv["reps"],
+        ),
+    ]
+    lines = [
+        f"| scenario (5 seeds unless said; `make bench`, {_when(b)}) | measured | nominal | simulated sweeps |",
+        "|---|---|---|---|",
+        *(f"| {s} | {m} | {n} | {r} |" for s, m, n, r in rows),
+    ]
+    if "adaptive" in b:
+        ad = b["adaptive"]
+        for name in ("obf", "pocock"):
+            if name in ad:
+                x, f = ad[name], ad["fixed"]
+                lines.append(
+                    f"| seeds=auto ({name}) vs fixed 20 seeds, 12-row sweeps: same decision; trials; "
+                    f"family-wise false calls; power on rows >= sesoi | {x['same_decision']:.1%}; "
+                    f"{_x(x['trials_ratio_vs_fixed'])}; {x['familywise_false_call']:.2%} vs {f['familywise_false_call']:.2%}; "
+                    f"{x['power_large_rows']:.0%} vs {f['power_large_rows']:.0%} | | {ad['reps']} |"
+                )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the real model (make bench-real)
+
+
+def real_model() -> str:
+    r = _json("real_model.json")
+    lines = [f"| SmolLM2-135M (`make bench-real`, {_when(r)}; {r['prompts']} prompts x K={r['k']}, "
+             f"{r['max_new']} tokens) | figure |", "|---|---|"]  # fmt: skip
+    step = r.get("step", {})
+    for prec in ("fp32", "bf16"):
+        a, t = step.get(f"ablate-{prec}", {}), step.get(f"trl-{prec}", {})
+        if "s_min" in a and "s_min" in t:
+            x = r[f"trl_vs_ablate_{prec}"]
+            lines.append(
+                f"| trainer step, {prec}: TRL's GRPOTrainer vs ablate | TRL takes {_x(x['s_per_step'])} ablate's "
+                f"time per step ({t['s_min']:.2f} vs {a['s_min']:.2f} s), {_x(x['ms_per_token'])} per generated "
+                f"token; peak RSS {t['peak_rss_mb'] / 1024:.1f} vs {a['peak_rss_mb'] / 1024:.1f} GB |"
+            )
+    if "ablate_fp32_vs_bf16" in r:
+        lines.append(
+            f"| ablate's step, float32 vs bf16 autocast | bf16 {_x(r['ablate_fp32_vs_bf16'])} faster |"
+        )
+    if "rollout" in r:
+        ro = r["rollout"]
+        lines.append(
+            f"| rollout: `model.generate` vs ablate's sampler; ablate vs a bare KV-cache loop | generate "
+            f"{_x(ro['ratio_generate_vs_ablate'])} ablate's time; ablate {_x(ro['ratio_ablate_vs_bare'])} of bare "
+            f"({ro['ablate']['ms_min'] / 1000:.2f} s for {r['prompts'] * r['k']} rows) |"
+        )
+    if "vllm" in r:
+        v = r["vllm"]
+        lines.append(
+            f"| vLLM's CPU build vs ablate's sampler, {v['rows']} rows x {v['new_tokens']} tokens, {v['threads']} "
+            f"thread | ablate's sampler takes {_x(v['ratio_hf_vs_vllm'])} vLLM's time ({v['hf_ms_min'] / 1000:.2f} vs "
+            f"{v['vllm_ms_min'] / 1000:.2f} s) |"
+        )
+    return "\n".join(lines)
+
+
+RENDERERS: dict[str, Callable[[], str]] = {
+    "main_job": main_job,
+    "real_cpu": real_cpu,
+    "planner": planner,
+    "bench": bench,
+    "startup": startup,
+    "calibration": calibration,
+    "real_model": real_model,
+}
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    return [(m["name"], m["body"]) for m in BLOCK.finditer(text)]
+
+
+def render(text: str, cache: dict[str, str | None]) -> str:
+    """The page with every block rendered from its source; a block whose source file is missing is kept as
+    it is (``stale`` reports it)."""
+
+    def sub(m: re.Match) -> str:
+        name = m["name"]
+        if name not in RENDERERS:
+            raise KeyError(f"figures:{name}: no such figure; known: {', '.join(RENDERERS)}")
+        if name not in cache:
+            try:
+                cache[name] = RENDERERS[name]()
+            except FileNotFoundError:
+                cache[name] = None
+        return m.group(0) if cache[name] is None else f"{m.group(1)}{cache[name]}\n{m.group(4)}"
+
+    return BLOCK.sub(sub, text)
+
+
+def missing() -> list[str]:
+    """The source files a figure needs that are not there."""
+    need = {"main_job": "main_job_table.csv", "real_cpu": "real_cpu_table.csv", "bench": "bench.json",
+            "startup": "bench.json", "calibration": "bench.json", "real_model": "real_model.json"}  # fmt: skip
+    return sorted({f"docs/figures/{f}" for f in need.values() if not (FIGURES / f).exists()})
+
+
+def stale(pages: list[Path] = PAGES) -> list[str]:
+    """'page: figures:NAME' for every block that differs from what its source gives now."""
+    cache: dict[str, str | None] = {}
+    out = [f"{f}: missing (the script that measures it writes it)" for f in missing()]
+    for page in pages:
+        text = page.read_text()
+        for (name, body), (_, new) in zip(blocks(text), blocks(render(text, cache)), strict=True):
+            if body != new:
+                out.append(f"{page.relative_to(ROOT)}: figures:{name}")
+    return out
+
+
+def update(pages: list[Path] = PAGES) -> list[str]:
+    """Rewrites every block; returns the blocks that changed."""
+    changed = stale(pages)
+    cache: dict[str, str | None] = {}
+    for page in pages:
+        text = page.read_text()
+        new = render(text, cache)
+        if new != text:
+            page.write_text(new)
+    return changed
+
+
+def publish(results: Path, name: str) -> None:
+    """A benchmark's results file becomes the docs' source (docs/figures/NAME), and the blocks are rewritten."""
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(results, FIGURES / name)
+    for line in update():
+        print(f"docs: rewrote {line}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="exit 1 listing the stale blocks; write nothing")
+    args = ap.parse_args()
+    if args.check:
+        bad = stale()
+        for line in bad:
+            print(f"stale: {line} (run python -m bench.doc_figures)", file=sys.stderr)
+        return 1 if bad else 0
+    for line in update():
+        print(f"rewrote {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
