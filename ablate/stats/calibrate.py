@@ -4,7 +4,7 @@
 Every report read is also checked for the one-inference invariant (``check_one_inference``): a row's interval
 excludes 0 exactly when its verdict is helps or hurts, and an 'equivalent' row's interval lies inside
 +-sesoi. The tests (tests/stats/test_calibration.py) run these scenarios at moderate sizes; the benchmark
-(``python -m bench --only calibration``) at large ones, for the figures quoted in the README.
+(``python -m bench --only calibration``) at large ones, for the calibration table in docs/statistics.md.
 """
 
 from __future__ import annotations
