@@ -246,6 +246,14 @@ def calibration() -> str:
             dv["reps"],
         ),
     ]
+    if "factorial_null" in c:
+        fn, fp = c["factorial_null"], c["factorial_power"]
+        rows += [
+            ("2x2 factorial, no true effect, seeds 3x noisier than a trial: some term called (seed-blocked fit)",
+             f"{fn['any_term_called']:.1%}", "<= 5%", fn["reps"]),
+            (f"same, a main effect of {fp['effect']:g} on one axis: found by the seed-blocked fit vs the fit "
+             "without the seed", f"{fp['a_called']:.1%} vs {fp['a_called_unblocked']:.1%}", "", fp["reps"]),
+        ]  # fmt: skip
     lines = [
         f"| scenario (5 seeds unless said; `make bench`, {_when(b)}) | measured | nominal | simulated sweeps |",
         "|---|---|---|---|",

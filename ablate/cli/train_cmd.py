@@ -55,7 +55,9 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
         "mode": cfg.wandb.mode,
     }
     if cfg.dry_run:
-        print(f"dry run: nothing trained or written; the trial would be kept in {run / 'train' / f'seed={cfg.seed}'}")
+        print(
+            f"dry run: nothing trained or written; the trial would be kept in {run / 'train' / f'seed={cfg.seed}'}"
+        )
         return 0
     recorder = TrialRecorder(run, spec, uuid.uuid4().hex, logger)  # in-process: the same writer as a sweep's
     try:

@@ -15,7 +15,7 @@ from ablate.report import lock, plots
 from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table, to_html, to_markdown
 from ablate.report.display import display_table, loss_notes, matched_table, notes, shared_level
 from ablate.report.run_info import describe_run, header_text, trial_config
-from ablate.stats.anova import factorial_anova
+from ablate.stats.anova import BLOCK, factorial_anova
 from ablate.stats.health import health_table, refuted_settings
 from ablate.stats.latex import to_latex
 from ablate.stats.run_table import table_for_run
@@ -91,7 +91,7 @@ def build(run: Path) -> dict:
     rt = table_for_run(run)
     plan, metrics = rt.plan, rt.metrics
     anova = (
-        factorial_anova(rt.summaries, plan["factors"], rt.stats.correction)
+        factorial_anova(rt.summaries, plan["factors"], rt.stats.correction, alpha=rt.stats.alpha)
         if plan.get("factors")
         else pd.DataFrame()
     )
@@ -180,13 +180,18 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
             Note("The table contradicts itself on these rows (bug; please report): " + "; ".join(conflicts))
         )
     method = table.attrs.get("method", "")
+    if len(r["anova"]):
+        method = f"{method} Factorial effects: {anova_text(r['anova'], r['stats'])}".strip()
     blocks += [Heading("Method"), Para(method or "(no method description was recorded)", verbatim=True)]
     blocks += [Heading("Ablation table"), Table(display_table(table), TABLE_CAPTION)]
     matched = matched_table(table)
     if len(matched):
         blocks += [Heading("Compute-matched comparison"), Para(MATCHED_TEXT), Table(matched)]
     if len(r["anova"]):
-        blocks += [Heading("Factorial effects (type-II ANOVA)"), Table(r["anova"].round(4))]
+        blocks += [
+            Heading("Factorial effects (type-II ANOVA, seed as a block)"),
+            Table(anova_display(r["anova"]), "How each number is made: Method, 'Factorial effects'."),
+        ]
     cap = _captions(spec["metric"], table, curves_note)
     if figs:
         blocks += [Heading("Figures"), *(Figure(figs[k], cap[k]) for k in ("curves", "forest", "seeds"))]
@@ -222,6 +227,43 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
     return blocks
 
 
+def anova_text(aov: pd.DataFrame, stats) -> str:
+    blocked = (aov.term == BLOCK).any()
+    k = int((aov.term != BLOCK).sum())
+    return (
+        "the final score on the axes' main effects and two-way interactions, type-II sums of squares on OLS"
+        + (
+            ", with the seed as a block: every variant of a seed shares its initial weights and prompt order, so "
+            "the seed's own offset is removed before the axes are tested"
+            if blocked
+            else " (one seed: no block)"
+        )
+        + f". p adj: {stats.correction} over the {k} effect terms (the block is the design, not a claim). Effect "
+        f"sizes are variance shares: partial η² = SS / (SS + SS residual) with its {1 - stats.alpha:.0%} interval "
+        "from the noncentral F, and partial ω², η² corrected for its upward bias (floored at 0). anova.csv "
+        "holds the same numbers."
+    )
+
+
+def anova_display(aov: pd.DataFrame) -> pd.DataFrame:
+    def p(x):
+        return "–" if pd.isna(x) else ("<0.001" if x < 0.001 else f"{x:.3f}")
+
+    return pd.DataFrame(
+        {
+            "term": aov.term,
+            "df": aov.df.map(lambda d: f"{d:.0f}"),
+            "F": aov.F.map(lambda f: f"{f:.2f}"),
+            "p raw / p adj": [f"{p(a)} / {p(b)}" for a, b in zip(aov.p, aov.p_adj, strict=True)],
+            "partial η² [CI]": [
+                f"{e:.3f} [{lo:.3f}, {hi:.3f}]"
+                for e, lo, hi in zip(aov.eta2_p, aov.eta2_p_low, aov.eta2_p_high, strict=True)
+            ],
+            "partial ω²": aov.omega2_p.map(lambda w: f"{w:.3f}"),
+        }
+    )
+
+
 def _lock_sentence(man: dict) -> str:
     if not man.get("lock"):
         return "No lock file next to this install: versions not compared with requirements/cpu-lock.txt."
@@ -248,6 +290,8 @@ def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool =
         )
     )
     r["summaries"].to_csv(out / "trials.csv", index=False)
+    if len(r["anova"]):
+        r["anova"].to_csv(out / "anova.csv", index=False)
     variants = list(plan["variants"])
     figs = (
         {

@@ -149,4 +149,46 @@ def run_all(scale: float = 1.0) -> dict:
         "false_equivalence_at_margin": false_equivalence(n(300)),
         "power_at_printed_mde": power_at_printed_mde(n(300)),
         "diverged_baseline_seed": diverged_baseline_seed(n(300)),
+        "factorial_null": factorial_seed_block(n(300)),
+        "factorial_power": factorial_seed_block(n(300), effect=0.05),
+    }
+
+
+FACTORIAL = {"a0_b0": {"a": "a0", "b": "b0"}, "a0_b1": {"a": "a0", "b": "b1"},
+             "a1_b0": {"a": "a1", "b": "b0"}, "a1_b1": {"a": "a1", "b": "b1"}}  # fmt: skip
+
+
+def factorial_seed_block(reps: int, effect: float = 0.0, seeds: int = 5, seed_sd_ratio: float = 3.0) -> dict:
+    """A 2x2 factorial (axes a, b; a main effect ``effect`` on a) whose seeds differ by ``seed_sd_ratio`` x the
+    trial noise, read from the anova.csv of ``python -m ablate report``: how often the seed-blocked fit calls
+    a (p adj < 0.05) and any of the three terms; the same stores fitted without the block (from
+    ablate.load_run's trials) for the power ratio."""
+    import ablate
+    from ablate.stats.anova import factorial_anova
+
+    effects = {name: effect * (cell["a"] == "a1") for name, cell in FACTORIAL.items()}
+    a_hits = any_hits = a_unblocked = 0
+    with tempfile.TemporaryDirectory(prefix="ablate-calibrate-") as tmp:
+        base = Path(tmp)
+        for r in range(reps):
+            run = simulated_run(
+                base / "runs", effects, seeds, steps=10, eval_every=2, minimal=True, seed=r, run_id=f"f{r}",
+                trial_sd=TRIAL_SD, seed_sd=seed_sd_ratio * TRIAL_SD, factors=FACTORIAL,
+            )  # fmt: skip
+            reported(run, base / "reports")
+            aov = pd.read_csv(base / "reports" / "sim" / f"f{r}" / "anova.csv").set_index("term")
+            terms = aov.drop(index="seed (block)")
+            a_hits += bool(terms.loc["a", "p_adj"] < 0.05)
+            any_hits += bool((terms.p_adj < 0.05).any())
+            plain = factorial_anova(ablate.load_run(run).trials, FACTORIAL, "holm", block=False).set_index(
+                "term"
+            )
+            a_unblocked += bool(plain.loc["a", "p_adj"] < 0.05)
+    return {
+        "reps": reps,
+        "effect": effect,
+        "seed_sd_ratio": seed_sd_ratio,
+        "a_called": a_hits / reps,
+        "any_term_called": any_hits / reps,
+        "a_called_unblocked": a_unblocked / reps,
     }

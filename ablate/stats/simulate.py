@@ -46,11 +46,13 @@ def simulated_run(
     tokens_per_step: dict[str, float] | None = None,
     stats: dict | None = None,
     minimal: bool = False,
+    factors: dict[str, dict[str, str]] | None = None,
 ) -> Path:
     """Writes runs/<sweep>/<run_id>; the first key of ``effects`` is the baseline (effect 0 by convention).
 
     ``minimal`` writes only what the statistics read (evals and token counts): fast enough for thousands.
     ``not_run`` seeds are planned but have no trial folder (an interrupted or unfinished sweep).
+    ``factors``: a factorial run's cells (variant -> {axis: level}), as plan.json records them.
     """
     if noise not in NOISES:
         raise ValueError(f"noise={noise!r}: allowed: {', '.join(NOISES)}")
@@ -135,6 +137,7 @@ def simulated_run(
         baseline=next(iter(effects)),
         variants=variants,
         seeds=seed_list,
+        factors=factors or {},
         trials=trials,
         spec={
             "name": sweep,

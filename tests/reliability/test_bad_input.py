@@ -143,7 +143,10 @@ BAD = [
     (["sweep=smoke", "top_p=0.9"], "top_p: no such key in Config; did you mean rollout.top_p?"),
     (["sweep=smoke", "rollout.temprature=0.7"], "did you mean rollout.temperature?"),
     # a section left out: the full path is named (the sweep's stats too, though no sweep is set by default)
-    (["sweep=smoke", "stats.primary_test=wilcoxon"], "stats.primary_test: no such key in Config; did you mean sweep.stats.primary_test?"),
+    (
+        ["sweep=smoke", "stats.primary_test=wilcoxon"],
+        "stats.primary_test: no such key in Config; did you mean sweep.stats.primary_test?",
+    ),
     (["sweep=smoke", "kl.coef=0.1"], "kl.coef: no such key in Config; did you mean algo.kl.coef?"),
     (["sweep=smoke", "sweep.stats.alfa=0.1"], "did you mean sweep.stats.alpha?"),
     (["sweep=smoke", "actor_rollout_ref.actor.kl_loss_coef=0.1"], "verl's KL loss weight: here algo.kl.coef"),
@@ -250,7 +253,9 @@ def test_a_hub_dataset_that_cannot_load_here_is_refused_before_launch(monkeypatc
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "task.path='" in err[0], err
-        assert "cannot load this hub dataset here (ConnectionError" in err[0] and "task.path=/path/to" in err[0]
+        assert (
+            "cannot load this hub dataset here (ConnectionError" in err[0] and "task.path=/path/to" in err[0]
+        )
     assert not (tmp_path / "runs").exists()
 
 

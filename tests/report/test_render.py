@@ -208,3 +208,19 @@ def test_reproducibility_names_versions_off_the_lock(tmp_path, monkeypatch):
     monkeypatch.setattr(render, "_versions", lambda: {"numpy": pins["numpy"]})
     md = (write_report(run, tmp_path / "r2", figures=False) / "report.md").read_text()
     assert "Every version above matches the lock (requirements/cpu-lock.txt)." in md
+
+
+def test_a_factorial_report_blocks_on_the_seed_and_names_its_correction(tmp_path):
+    from ablate.stats.calibrate import FACTORIAL
+
+    effects = {name: 0.1 * (cell["a"] == "a1") for name, cell in FACTORIAL.items()}
+    run = simulated_run(tmp_path / "runs", effects, seeds=5, seed_sd=0.09, factors=FACTORIAL)
+    out = write_report(run, tmp_path / "reports", figures=False)
+    md = (out / "report.md").read_text()
+    method = md.split("## Method")[1].split("##")[0]
+    assert "with the seed as a block" in method and "p adj: holm over the 3 effect terms" in method
+    assert "partial η²" in method and "## Factorial effects (type-II ANOVA, seed as a block)" in md
+    aov = pd.read_csv(out / "anova.csv").set_index("term")
+    assert list(aov.index) == ["a", "b", "a:b", "seed (block)"]
+    assert aov.loc["a", "p_adj"] < 0.05 and aov.loc["a", "eta2_p_low"] > 0
+    assert (aov.loc[["a", "b", "a:b"], "eta2_p_low"] <= aov.loc[["a", "b", "a:b"], "eta2_p"]).all()
