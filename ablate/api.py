@@ -28,6 +28,7 @@ class Run:
     metrics: Any = field(repr=False)  # pd.DataFrame: one row per (variant, seed, record) of finished trials
     trials: Any = field(repr=False)  # pd.DataFrame: one row per trial: summaries + factor columns
     table: Any = field(repr=False)  # pd.DataFrame: the verdict table, as in table.csv
+    claims: Any = field(repr=False, default=None)  # pd.DataFrame: the sweep's claims, as in claims.csv
 
     def __repr__(self) -> str:
         return (
@@ -58,7 +59,9 @@ def load_run(path: str | Path) -> Run:
     factors = factor_values(path, plan)
     for key in {k: None for vals in factors.values() for k in vals}:
         trials[key] = [factors.get(v, {}).get(key) for v in trials.variant] if len(trials) else []
-    return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table)
+    from ablate.stats.claims import claims_for
+
+    return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table, claims_for(rt))
 
 
 # ---- factor columns -----------------------------------------------------------------------------------------

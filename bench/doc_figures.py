@@ -254,6 +254,14 @@ def calibration() -> str:
             (f"same, a main effect of {fp['effect']:g} on one axis: found by the seed-blocked fit vs the fit "
              "without the seed", f"{fp['a_called']:.1%} vs {fp['a_called_unblocked']:.1%}", "", fp["reps"]),
         ]  # fmt: skip
+    if "claims_false" in c:
+        cf, ct = c["claims_false"], c["claims_true"]
+        rows.append((f"{cf['claims']} claims, one of each form, each false at its boundary: some claim called "
+                     "supported", f"{cf['any_supported']:.1%}", "<= 5%", cf["reps"]))  # fmt: skip
+        rows += [
+            (f"true claim `{k}` (sesoi {ct['sesoi']:g}): called supported", f"{v:.1%}", "", ct["reps"])
+            for k, v in ct["supported"].items()
+        ]
     lines = [
         f"| scenario (5 seeds unless said; `make bench`, {_when(b)}) | measured | nominal | simulated sweeps |",
         "|---|---|---|---|",

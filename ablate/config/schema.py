@@ -246,6 +246,8 @@ class SweepConfig:
     metric: str = "eval/positive_rate"
     higher_is_better: bool = True
     stats: StatsConfig = field(default_factory=StatsConfig)
+    # findings stated as testable claims (forms: ablate/stats/claims.py; docs/sweeps.md#claims)
+    claims: list[Any] = field(default_factory=list)
 
 
 @dataclass

@@ -103,8 +103,11 @@ def build(run: Path) -> dict:
     if len(health):  # plan order, not alphabetical
         order = {v: i for i, v in enumerate(plan["variants"])}
         health = health.sort_values("variant", key=lambda s: s.map(order), kind="stable")
+    from ablate.stats.claims import claims_for
+
     return {
         "plan": plan,
+        "claims": claims_for(rt),
         "spec": rt.spec,
         "stats": rt.stats,
         "metrics": metrics,
@@ -173,6 +176,16 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
             f"the final {stats.final_fraction:.0%} of evals · baseline `{plan['baseline']}`."
         ),
     ]
+    claims = r["claims"]
+    if len(claims):
+        blocks += [
+            Heading("Claims"),
+            Para(
+                "What the sweep file claims (each with where it comes from), decided from the same paired data "
+                "as the table below; how: Method."
+            ),
+            Table(claims_display(claims)),
+        ]
     blocks += [Note(n) for n in notes(table) + loss_notes(r["trials"])]
     conflicts = plots.forest_conflicts(plots.forest_rows(table))
     if conflicts:
@@ -180,6 +193,10 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
             Note("The table contradicts itself on these rows (bug; please report): " + "; ".join(conflicts))
         )
     method = table.attrs.get("method", "")
+    if len(claims):
+        from ablate.stats.claims import method_sentence
+
+        method = f"{method} {method_sentence(claims, stats.alpha)}".strip()
     if len(r["anova"]):
         method = f"{method} Factorial effects: {anova_text(r['anova'], r['stats'])}".strip()
     blocks += [Heading("Method"), Para(method or "(no method description was recorded)", verbatim=True)]
@@ -225,6 +242,22 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
         blocks.insert(-2, Note(f"Trials ran on different CPU kernels ({'; '.join(kernels)}): their numbers are "
                                "not comparable bit for bit, and a rerun elsewhere may differ."))  # fmt: skip
     return blocks
+
+
+def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
+    level = f"{claims.ci_level.iloc[0]:.2%}".rstrip("0").rstrip(".") if len(claims) else ""
+    return pd.DataFrame(
+        {
+            "claim": claims.claim,
+            "source": [f"{s}: {w}" if w else s for s, w in zip(claims.source, claims.says, strict=True)],
+            "n pairs": claims.n_pairs.astype(int).astype(str),
+            f"estimate [{level} CI]": [
+                f"{e:+.3f}" + ("" if pd.isna(lo) else f" [{lo:+.3f}, {hi:+.3f}]")
+                for e, lo, hi in zip(claims.estimate, claims.ci_low, claims.ci_high, strict=True)
+            ],
+            "verdict": claims.verdict,
+        }
+    )
 
 
 def anova_text(aov: pd.DataFrame, stats) -> str:
@@ -292,6 +325,8 @@ def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool =
     r["summaries"].to_csv(out / "trials.csv", index=False)
     if len(r["anova"]):
         r["anova"].to_csv(out / "anova.csv", index=False)
+    if len(r["claims"]):
+        r["claims"].to_csv(out / "claims.csv", index=False)
     variants = list(plan["variants"])
     figs = (
         {

@@ -47,6 +47,7 @@ def simulated_run(
     stats: dict | None = None,
     minimal: bool = False,
     factors: dict[str, dict[str, str]] | None = None,
+    claims: list[dict] | None = None,
 ) -> Path:
     """Writes runs/<sweep>/<run_id>; the first key of ``effects`` is the baseline (effect 0 by convention).
 
@@ -145,6 +146,7 @@ def simulated_run(
             "higher_is_better": True,
             "description": "simulated",
             "stats": spec_stats,
+            "claims": claims or [],
         },
     ).write(run)
     return run

@@ -30,6 +30,7 @@ from ablate.config import (
     validate_stats,
     validate_trial,
 )
+from ablate.config.claims import validate_claims
 from ablate.sweep import relative
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
@@ -212,6 +213,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     )
     variants, factors = _variants(spec)
     validate_stats(st, len(variants) - 1, st.min_seeds if auto else len(seeds))
+    validate_claims(OmegaConf.to_object(spec.claims), list(variants), spec.baseline, st.sesoi)
     validate_metric(spec.metric)
     sequential = None
     if auto:
@@ -338,6 +340,12 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=
         )
     for name, ovs in plan.variants.items():
         lines.append(f"  {name:<28} {' '.join(ovs) if ovs else '(baseline)'}")
+    claims = plan.spec.get("claims") or []
+    if claims:
+        from ablate.config.claims import claim_lines
+
+        lines.append(f"claims ({len(claims)}, tested at the end, Bonferroni over them):")
+        lines += [f"  {line}" for line in claim_lines(claims, plan.baseline, plan.spec["stats"].get("sesoi"))]
     done, measured = _store_state(plan, run) if run is not None and os.path.isdir(run) else (0, [])
     n = len(plan.variants) * plan.sequential["looks"][0] if plan.sequential else len(plan.trials)
     left = max(n - done, 0)

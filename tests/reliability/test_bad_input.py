@@ -259,6 +259,45 @@ def test_a_hub_dataset_that_cannot_load_here_is_refused_before_launch(monkeypatc
     assert not (tmp_path / "runs").exists()
 
 
+CLAIM_ERRORS = [
+    ("[{helps: k_61}]", "sweep.claims[0].helps: 'k_61' is not a variant of this sweep; did you mean k_16?"),
+    ("[{help: k_16}]", "sweep.claims[0].help: not a claim form; forms: helps, hurts"),
+    ("[{helps: k_16, hurts: k_4}]", "sweep.claims[0]: exactly one form per claim"),
+    ("[{greater: [k_16]}]", "sweep.claims[0].greater=['k_16']: needs exactly 2 variants"),
+    ("[{equivalent: k_4}]", "sweep.claims[0].equivalent: needs sweep.stats.sesoi"),
+    ("[{trend: {levels: [k_4, baseline], shape: concave}}]", "needs at least 3 variants"),
+    ("[{trend: {levels: [k_4, baseline], shape: wiggly}}]", "shape='wiggly': allowed: increasing"),
+    ("[{helps: baseline}]", "'baseline' is the baseline"),
+]
+
+
+@pytest.mark.parametrize("claims,message", CLAIM_ERRORS, ids=[c for c, _ in CLAIM_ERRORS])
+def test_a_bad_claim_is_refused_in_one_line(tmp_path, monkeypatch, capsys, claims, message):
+    (tmp_path / "sp" / "sweep").mkdir(parents=True)
+    (tmp_path / "sp" / "sweep" / "c.yaml").write_text(
+        f"# @package sweep\nname: c\nvariants:\n  k_4: [k=4]\n  k_16: [k=16]\nclaims: {claims}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main([f"hydra.searchpath=[file://{tmp_path}/sp]", "sweep=c", "seeds=3", "dry_run=true"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_dry_run_lists_the_claims_with_their_sources(tmp_path, monkeypatch, capsys):
+    (tmp_path / "sp" / "sweep").mkdir(parents=True)
+    (tmp_path / "sp" / "sweep" / "c.yaml").write_text(
+        "# @package sweep\nname: c\nvariants:\n  k_4: [k=4]\n  k_16: [k=16]\nstats: {sesoi: 0.05}\n"
+        "claims:\n  - {greater: [k_16, k_4], source: Paper 3, says: K matters}\n  - {negligible: [k_4]}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main([f"hydra.searchpath=[file://{tmp_path}/sp]", "sweep=c", "seeds=3", "dry_run=true"]) == 0
+    out = capsys.readouterr().out
+    assert "claims (2, tested at the end, Bonferroni over them):" in out
+    assert (
+        "  k_16 > k_4  [Paper 3: K matters]" in out and "  k_4 negligible (within ±0.05 of baseline)" in out
+    )
+
+
 def test_a_sweep_file_value_of_the_wrong_shape_names_its_key(tmp_path, monkeypatch, capsys):
     (tmp_path / "sp" / "sweep").mkdir(parents=True)
     bodies = {"text": "a: k=4", "number": "a: 5", "mapping": "a: {x: 1}"}

@@ -224,3 +224,25 @@ def test_a_factorial_report_blocks_on_the_seed_and_names_its_correction(tmp_path
     assert list(aov.index) == ["a", "b", "a:b", "seed (block)"]
     assert aov.loc["a", "p_adj"] < 0.05 and aov.loc["a", "eta2_p_low"] > 0
     assert (aov.loc[["a", "b", "a:b"], "eta2_p_low"] <= aov.loc[["a", "b", "a:b"], "eta2_p"]).all()
+
+
+def test_claims_come_first_after_the_header_with_their_sources_and_method(tmp_path):
+    import ablate
+
+    stated = [
+        {"helps": "gain", "source": "Paper 3", "says": "larger K helps"},
+        {"negligible": ["null_a"], "source": "Paper 1"},
+        {"greater": ["gain", "null_a"]},
+    ]
+    effects = {"baseline": 0.0, "gain": 0.2, "null_a": 0.0}
+    run = simulated_run(tmp_path / "runs", effects, seeds=5, stats={"sesoi": 0.1}, claims=stated)
+    out = write_report(run, tmp_path / "reports", figures=False)
+    md = (out / "report.md").read_text()
+    headings = [ln for ln in md.splitlines() if ln.startswith("## ")]
+    assert headings[0] == "## Claims" and md.index("## Claims") < md.index("## Method")
+    assert "Paper 3: larger K helps" in md and "Bonferroni over the 3 claims" in md
+    claims = pd.read_csv(out / "claims.csv")
+    assert claims.claim.tolist() == ["gain helps", "null_a negligible (±0.1)", "gain > null_a"]
+    assert claims.verdict.iloc[0] == "supported"
+    api = ablate.load_run(run).claims
+    pd.testing.assert_frame_equal(api, claims.fillna({"source": "", "says": ""}), check_dtype=False)

@@ -1,0 +1,115 @@
+"""sweep.claims: checked at launch, one line per mistake (the forms: ablate/stats/claims.py)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from ablate.config.schema import ConfigError
+
+FORMS = ("helps", "hurts", "equivalent", "negligible", "greater", "exceeds_all", "trend")
+SHAPES = ("increasing", "decreasing", "concave")
+
+EXTRA = ("source", "says")  # where a claim comes from (e.g. "Paper 3, Sec. 4"), and its words
+
+
+def validate_claims(claims: Any, variants: list[str], baseline: str, sesoi: float | None) -> None:
+    if not claims:
+        return
+    if not isinstance(claims, list):
+        raise ConfigError("sweep.claims: a list of claims, e.g. [{helps: k_16}, {greater: [k_16, k_4]}]")
+    for i, c in enumerate(claims):
+        at = f"sweep.claims[{i}]"
+        if not isinstance(c, dict):
+            raise ConfigError(f"{at}={c!r}: a mapping with one form: {', '.join(FORMS)}")
+        forms = [k for k in c if k in FORMS]
+        unknown = [k for k in c if k not in FORMS and k not in EXTRA]
+        if unknown:
+            near = difflib.get_close_matches(unknown[0], [*FORMS, *EXTRA], n=1)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            raise ConfigError(
+                f"{at}.{unknown[0]}: not a claim form; forms: {', '.join(FORMS)} (and {', '.join(EXTRA)}){hint}"
+            )
+        if len(forms) != 1:
+            raise ConfigError(
+                f"{at}: exactly one form per claim, got {forms or 'none'}; forms: {', '.join(FORMS)}"
+            )
+        form = forms[0]
+        _check_arg(f"{at}.{form}", form, c[form], variants, baseline, sesoi)
+
+
+def _names(at: str, value: Any, variants: list[str], n: int | None = None, least: int = 1) -> list[str]:
+    vals = [value] if isinstance(value, str) else value
+    if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
+        raise ConfigError(f"{at}={value!r}: variant names (a name or a list)")
+    if n is not None and len(vals) != n:
+        raise ConfigError(f"{at}={vals}: needs exactly {n} variants")
+    if len(vals) < least:
+        raise ConfigError(f"{at}={vals}: needs at least {least} variants")
+    for v in vals:
+        if v not in variants:
+            near = difflib.get_close_matches(v, variants, n=1)
+            hint = f"; did you mean {near[0]}?" if near else f"; variants: {', '.join(variants)}"
+            raise ConfigError(f"{at}: {v!r} is not a variant of this sweep{hint}")
+    if len(set(vals)) != len(vals):
+        raise ConfigError(f"{at}={vals}: a variant named twice")
+    return vals
+
+
+def _check_arg(at: str, form: str, arg: Any, variants: list[str], baseline: str, sesoi: float | None) -> None:
+    if form in ("helps", "hurts", "equivalent"):
+        if not isinstance(arg, str):
+            raise ConfigError(f"{at}={arg!r}: one variant name")
+        (v,) = _names(at, arg, variants)
+        if v == baseline:
+            raise ConfigError(f"{at}: {v!r} is the baseline; a claim compares a variant with it")
+    elif form == "negligible":
+        for v in _names(at, arg, variants):
+            if v == baseline:
+                raise ConfigError(f"{at}: {v!r} is the baseline; a claim compares a variant with it")
+    elif form == "greater":
+        _names(at, arg, variants, n=2)
+    elif form == "exceeds_all":
+        if not isinstance(arg, dict) or set(arg) != {"effect", "than"}:
+            raise ConfigError(
+                f"{at}={arg!r}: {{effect: [A, B], than: [C, ...]}} (the gain A - B exceeds |C - baseline|)"
+            )
+        _names(f"{at}.effect", arg["effect"], variants, n=2)
+        than = _names(f"{at}.than", arg["than"], variants)
+        if baseline in than:
+            raise ConfigError(f"{at}.than: the baseline's own Δ is 0; name variants")
+    else:  # trend
+        if not isinstance(arg, dict) or set(arg) != {"levels", "shape"}:
+            raise ConfigError(
+                f"{at}={arg!r}: {{levels: [V1, V2, ...] (in order), shape: {' | '.join(SHAPES)}}}"
+            )
+        if arg["shape"] not in SHAPES:
+            raise ConfigError(f"{at}.shape={arg['shape']!r}: allowed: {', '.join(SHAPES)}")
+        _names(f"{at}.levels", arg["levels"], variants, least=3 if arg["shape"] == "concave" else 2)
+    if form in ("equivalent", "negligible") and not sesoi:
+        raise ConfigError(
+            f"{at}: needs sweep.stats.sesoi (the margin inside which a difference is negligible)"
+        )
+
+
+def claim_lines(claims: list[dict], baseline: str, sesoi: float | None) -> list[str]:
+    """One line per sweep-file claim, with its source: for dry runs (no statistics imported)."""
+    out = []
+    for c in claims:
+        form = next(k for k in c if k in FORMS)
+        arg = c[form]
+        if form in ("helps", "hurts"):
+            text = f"{arg} {form} (vs {baseline})"
+        elif form in ("equivalent", "negligible"):
+            text = (
+                f"{', '.join(arg) if isinstance(arg, list) else arg} {form} (within ±{sesoi:g} of {baseline})"
+            )
+        elif form == "greater":
+            text = f"{arg[0]} > {arg[1]}"
+        elif form == "exceeds_all":
+            text = f"{arg['effect'][0]} - {arg['effect'][1]} exceeds |Δ| of each of {', '.join(arg['than'])}"
+        else:
+            text = f"{arg['shape']} over {', '.join(arg['levels'])}"
+        source = ": ".join(x for x in (str(c.get("source", "")), str(c.get("says", ""))) if x)
+        out.append(text + (f"  [{source}]" if source else ""))
+    return out

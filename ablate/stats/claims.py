@@ -1,0 +1,182 @@
+"""Claims a sweep file states (`claims:`), each decided from the same paired data as the table.
+
+A claim is a contrast of the variants' final scores, computed per seed over the seeds finished in every
+variant it names, with a t-interval at one level for the sweep's claims (Bonferroni: 1 - alpha/m, m = the
+claims after `negligible` lists are expanded), so a false claim is called supported at most alpha of the
+time over the whole family. The verdict is read off that interval: supported / contradicted / inconclusive.
+
+Forms (the estimate is oriented so that positive means "as claimed"; helps, hurts, greater and exceeds_all
+read "better" by the sweep's higher_is_better, trends read the metric itself):
+- helps: V / hurts: V          V - baseline;  supported: interval > 0;  contradicted: interval < 0
+- equivalent: V                V - baseline;  supported: inside +-sesoi;  contradicted: beyond +-sesoi
+- negligible: [V, ...]         one `equivalent` claim per variant
+- greater: [A, B]              A - B;  as helps
+- exceeds_all: {effect: [A, B], than: [C, ...]}   the gain A - B exceeds |C - baseline| for every C: an
+                               intersection-union test of (A-B) - (C-base) > 0 and (A-B) + (C-base) > 0 for
+                               every C; supported when every component is, contradicted when one component's
+                               interval is < 0; the row shows the weakest component
+- trend: {levels: [V1, V2, ...], shape: increasing | decreasing | concave}   a contrast over the ordered
+                               levels (equally spaced ranks r): the slope per level for increasing/decreasing,
+                               the curvature c of a + b r + c r² for concave (c < 0 = as claimed)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from ablate.config.claims import FORMS, SHAPES  # noqa: F401  (the one list of forms: checked at launch)
+
+VERDICTS = ("supported", "contradicted", "inconclusive")
+
+
+def expand(claims: list[dict]) -> list[dict]:
+    """Sweep-file claims -> one dict per tested claim: form, variants (what it reads), shape/than, source,
+    says. ``negligible`` lists become one claim per variant. Assumes validate_claims passed."""
+    out = []
+    for c in claims:
+        form = next(k for k in c if k in FORMS)
+        arg = c[form]
+        base = {"form": form, "source": str(c.get("source", "")), "says": str(c.get("says", ""))}
+        if form == "negligible":
+            out += [{**base, "variants": [v]} for v in arg]
+        elif form in ("helps", "hurts", "equivalent"):
+            out.append({**base, "variants": [arg]})
+        elif form == "greater":
+            out.append({**base, "variants": list(arg)})
+        elif form == "exceeds_all":
+            out.append({**base, "variants": list(arg["effect"]), "than": list(arg["than"])})
+        else:
+            out.append({**base, "variants": list(arg["levels"]), "shape": arg["shape"]})
+    return out
+
+
+def named_variants(claim: dict) -> list[str]:
+    return [*claim["variants"], *claim.get("than", [])]
+
+
+def label(c: dict, baseline: str, sesoi: float | None) -> str:
+    v, form = c["variants"], c["form"]
+    if form in ("helps", "hurts"):
+        return f"{v[0]} {form}"
+    if form in ("equivalent", "negligible"):
+        return f"{v[0]} {form} (±{sesoi:g})"
+    if form == "greater":
+        return f"{v[0]} > {v[1]}"
+    if form == "exceeds_all":
+        return f"{v[0]} - {v[1]} exceeds |Δ| of each of {', '.join(c['than'])}"
+    return f"{c['shape']} over {', '.join(v)}"
+
+
+def _interval(x: np.ndarray, level: float) -> tuple[float, float, float]:
+    m = float(np.mean(x)) if len(x) else math.nan
+    if len(x) < 2:
+        return m, math.nan, math.nan
+    h = float(sps.t.ppf(1 - (1 - level) / 2, len(x) - 1) * np.std(x, ddof=1) / math.sqrt(len(x)))
+    return m, m - h, m + h
+
+
+def _components(c: dict, y: pd.DataFrame, baseline: str, sign: float) -> list[np.ndarray]:
+    """Per-seed contrasts, oriented so that > 0 is as claimed (several for exceeds_all)."""
+    v, form = c["variants"], c["form"]
+    if form in ("helps", "equivalent", "negligible"):
+        return [sign * (y[v[0]] - y[baseline]).to_numpy()]
+    if form == "hurts":
+        return [-sign * (y[v[0]] - y[baseline]).to_numpy()]
+    if form == "greater":
+        return [sign * (y[v[0]] - y[v[1]]).to_numpy()]
+    if form == "exceeds_all":
+        gain = y[v[0]] - y[v[1]]
+        return [sign * (gain + s * (y[t] - y[baseline])).to_numpy() for t in c["than"] for s in (-1.0, 1.0)]
+    r = np.arange(len(v), dtype=float) - (len(v) - 1) / 2  # centered ranks of the levels
+    w = r if c["shape"] != "concave" else r**2 - np.mean(r**2)
+    w = w / (w @ (r if c["shape"] != "concave" else r**2))  # slope per level / curvature c of a + b r + c r²
+    value = y[v].to_numpy() @ w
+    return [value if c["shape"] == "increasing" else -value]
+
+
+def _verdict(form: str, lo: float, hi: float, sesoi: float | None) -> str:
+    if math.isnan(lo):
+        return "inconclusive"
+    if form in ("equivalent", "negligible"):
+        if -sesoi < lo and hi < sesoi:
+            return "supported"
+        return "contradicted" if lo > sesoi or hi < -sesoi else "inconclusive"
+    return "supported" if lo > 0 else "contradicted" if hi < 0 else "inconclusive"
+
+
+def claims_table(
+    summ: pd.DataFrame,
+    claims: list[dict],
+    baseline: str,
+    alpha: float,
+    sesoi: float | None,
+    higher_is_better: bool = True,
+) -> pd.DataFrame:
+    """One row per tested claim: claim, form, source, says, n_pairs, estimate, ci_low, ci_high, ci_level,
+    verdict. ``summ``: one row per trial (variant, seed, status, final), as ablate.stats.summary makes it."""
+    tested = expand(claims)
+    if not tested:
+        return pd.DataFrame()
+    level = 1 - alpha / len(tested)
+    sign = 1.0 if higher_is_better else -1.0
+    ok = summ[(summ.status == "done") & summ.final.map(lambda x: math.isfinite(float(x)))]
+    wide = ok.pivot_table(index="seed", columns="variant", values="final", aggfunc="first")
+    rows = []
+    for c in tested:
+        need = list(
+            dict.fromkeys(
+                [*named_variants(c), *([baseline] if c["form"] not in ("greater", "trend") else [])]
+            )
+        )
+        y = wide.reindex(columns=need).dropna()
+        comps = [_interval(x, level) for x in _components(c, y, baseline, sign)]
+        est, lo, hi = min(comps, key=lambda r: math.inf if math.isnan(r[1]) else r[1])
+        if c["form"] == "exceeds_all" and any(r[2] < 0 for r in comps):
+            verdict = "contradicted"
+        elif c["form"] == "exceeds_all":
+            verdict = "supported" if all(r[1] > 0 for r in comps) else "inconclusive"
+        else:
+            verdict = _verdict(c["form"], lo, hi, sesoi)
+        rows.append(
+            {
+                "claim": label(c, baseline, sesoi),
+                "form": c["form"],
+                "source": c["source"],
+                "says": c["says"],
+                "n_pairs": len(y),
+                "estimate": est,
+                "ci_low": lo,
+                "ci_high": hi,
+                "ci_level": level,
+                "verdict": verdict,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def claims_for(rt) -> pd.DataFrame:
+    """The claims table of a run (ablate.stats.run_table.RunTable): what the report and the API show."""
+    return claims_table(
+        rt.summaries,
+        rt.spec.get("claims") or [],
+        rt.plan["baseline"],
+        rt.stats.alpha,
+        rt.stats.sesoi,
+        rt.spec.get("higher_is_better", True),
+    )
+
+
+def method_sentence(claims: pd.DataFrame, alpha: float) -> str:
+    m = len(claims)
+    return (
+        f"Claims: each of the sweep's {m} claims is a contrast of final scores computed per seed over the seeds "
+        f"finished in every variant it names, with a paired t-interval at {1 - alpha / m:.4g} (Bonferroni over "
+        f"the {m} claims, so a false claim is called supported at most α = {alpha:g} of the time over the "
+        "family); supported when the interval lies on the claimed side of 0 (inside ±sesoi for equivalent and "
+        "negligible), contradicted when it lies on the other (beyond ±sesoi), else inconclusive. exceeds_all is "
+        "an intersection-union test: every component must be supported; the row shows the weakest one."
+    )
