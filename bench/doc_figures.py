@@ -319,7 +319,24 @@ def real_model() -> str:
     return "\n".join(lines)
 
 
+def paper_claims() -> str:
+    """The claims the three paper sweeps ship, beside the finding each encodes (from the sweep files)."""
+    import yaml
+
+    from ablate.config.claims import claim_lines
+
+    rows = ["| sweep | claim (decided by the report) | the finding it encodes |", "|---|---|---|"]
+    for name in ("paper1_hparam_scan", "paper2_trick_ablation", "paper3_rlvr"):
+        spec = yaml.safe_load((ROOT / "sweeps" / f"{name}.yaml").read_text())
+        bare = [{k: v for k, v in c.items() if k not in ("source", "says")} for c in spec["claims"]]
+        lines = claim_lines(bare, spec["baseline"], spec["stats"].get("sesoi"))
+        for c, line in zip(spec["claims"], lines, strict=True):
+            rows.append(f"| `{name}` | {line.replace('|', '&#124;')} | {c['source']}: {c['says']} |")
+    return "\n".join(rows)
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
+    "paper_claims": paper_claims,
     "main_job": main_job,
     "real_cpu": real_cpu,
     "planner": planner,
