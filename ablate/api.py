@@ -29,6 +29,7 @@ class Run:
     trials: Any = field(repr=False)  # pd.DataFrame: one row per trial: summaries + factor columns
     table: Any = field(repr=False)  # pd.DataFrame: the verdict table, as in table.csv
     claims: Any = field(repr=False, default=None)  # pd.DataFrame: the sweep's claims, as in claims.csv
+    trend: Any = field(repr=False, default=None)  # pd.DataFrame: each trend claim's levels, as in trend.csv
 
     def __repr__(self) -> str:
         return (
@@ -38,7 +39,8 @@ class Run:
 
 
 def load_run(path: str | Path) -> Run:
-    """Read runs/<sweep>/<run_id>: ``run.metrics``, ``run.trials``, ``run.table`` (DataFrames), ``run.plan``.
+    """Read runs/<sweep>/<run_id>: ``run.metrics``, ``run.trials``, ``run.table``, ``run.claims``, ``run.trend``
+    (DataFrames; the last two empty when the sweep states no claims), ``run.plan``.
 
     ``run.trials`` has, besides each trial's summaries (``final``, ``auc``, ``best``, cost, ...), one column
     per key any variant overrides (``kl``, ``algo.entropy.coef``), holding the value the trial ran with: the
@@ -60,8 +62,9 @@ def load_run(path: str | Path) -> Run:
     for key in {k: None for vals in factors.values() for k in vals}:
         trials[key] = [factors.get(v, {}).get(key) for v in trials.variant] if len(trials) else []
     from ablate.stats.claims import claims_for
+    from ablate.stats.trend import trends_for
 
-    return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table, claims_for(rt))
+    return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table, claims_for(rt), trends_for(rt))
 
 
 # ---- factor columns -----------------------------------------------------------------------------------------

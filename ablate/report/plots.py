@@ -275,3 +275,27 @@ def seed_dots(
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def trend(trends: pd.DataFrame, metric: str, out: Path) -> Path:
+    """Δ against the first level, level by level, for each ordered level list of the trend claims: the shape
+    the claims are about."""
+    names = list(dict.fromkeys(trends.trend))
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.4), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        t = trends[trends.trend == name]
+        x = np.arange(len(t))
+        err = np.vstack([t.delta - t.ci_low, t.ci_high - t.delta])
+        ax.errorbar(x, t.delta, yerr=np.nan_to_num(err), fmt="o-", capsize=3, color="C0")
+        best = t.possibly_best.to_numpy(bool)
+        ax.scatter(x[best], t.delta[best], s=90, facecolors="none", edgecolors="C3", label="could be best")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xticks(x, t.level, rotation=30, ha="right", fontsize=8)
+        ax.set_title(name, fontsize=9)
+        ax.set_ylabel(f"Δ {metric} vs {t.level.iloc[0]}", fontsize=8)
+        ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    path = out / "trend.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

@@ -104,10 +104,12 @@ def build(run: Path) -> dict:
         order = {v: i for i, v in enumerate(plan["variants"])}
         health = health.sort_values("variant", key=lambda s: s.map(order), kind="stable")
     from ablate.stats.claims import claims_for
+    from ablate.stats.trend import trends_for
 
     return {
         "plan": plan,
         "claims": claims_for(rt),
+        "trend": trends_for(rt),
         "spec": rt.spec,
         "stats": rt.stats,
         "metrics": metrics,
@@ -186,6 +188,22 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
             ),
             Table(claims_display(claims)),
         ]
+    trends = r["trend"]
+    if len(trends):
+        blocks += [
+            Heading("Ordered levels"),
+            Para(
+                "For the levels of each trend claim, in order: every level's Δ against the first (paired by seed, two-sided "
+                f"{1 - stats.alpha:.0%} interval), the best level, and the levels that could be best (Hsu's "
+                f"multiple comparison with the best, Bonferroni over the rivals: a level is out when a rival beats "
+                f"it at one-sided α/(k − 1); the set holds the true best with probability ≥ {1 - stats.alpha:.0%})."
+                " trend.csv holds the same numbers."
+            ),
+            Table(trend_display(trends)),
+        ]
+        if figs.get("trend"):
+            blocks.append(Figure(figs["trend"], "Δ against each trend's first level, with its interval; circled: "
+                                                 "the levels that could be best."))  # fmt: skip
     blocks += [Note(n) for n in notes(table) + loss_notes(r["trials"])]
     conflicts = plots.forest_conflicts(plots.forest_rows(table))
     if conflicts:
@@ -260,6 +278,25 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def trend_display(trends: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "trend": trends.trend,
+            "level": trends.level,
+            "n pairs": trends.n_pairs.astype(int).astype(str),
+            "mean": trends["mean"].map(lambda m: f"{m:.3f}"),
+            "Δ vs first level [CI]": [
+                f"{d:+.3f}" + ("" if pd.isna(lo) else f" [{lo:+.3f}, {hi:+.3f}]")
+                for d, lo, hi in zip(trends.delta, trends.ci_low, trends.ci_high, strict=True)
+            ],
+            "best": [
+                "best" if b else ("could be best" if p else "")
+                for b, p in zip(trends.best, trends.possibly_best, strict=True)
+            ],  # fmt: skip
+        }
+    )
+
+
 def anova_text(aov: pd.DataFrame, stats) -> str:
     blocked = (aov.term == BLOCK).any()
     k = int((aov.term != BLOCK).sum())
@@ -327,12 +364,15 @@ def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool =
         r["anova"].to_csv(out / "anova.csv", index=False)
     if len(r["claims"]):
         r["claims"].to_csv(out / "claims.csv", index=False)
+    if len(r["trend"]):
+        r["trend"].to_csv(out / "trend.csv", index=False)
     variants = list(plan["variants"])
     figs = (
         {
             "curves": plots.learning_curves(r["metrics"], spec["metric"], plan["baseline"], variants, out),
             "forest": plots.forest(table, spec["metric"], out),
             "seeds": plots.seed_dots(r["summaries"], variants, plan["baseline"], out),
+            **({"trend": plots.trend(r["trend"], spec["metric"], out)} if len(r["trend"]) else {}),
         }
         if figures
         else {}

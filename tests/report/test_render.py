@@ -246,3 +246,24 @@ def test_claims_come_first_after_the_header_with_their_sources_and_method(tmp_pa
     assert claims.verdict.iloc[0] == "supported"
     api = ablate.load_run(run).claims
     pd.testing.assert_frame_equal(api, claims.fillna({"source": "", "says": ""}), check_dtype=False)
+
+
+def test_a_trend_claim_gets_its_levels_best_set_figure_and_trend_csv(tmp_path):
+    import ablate
+
+    stated = [
+        {"trend": {"levels": ["k_4", "baseline", "k_16", "k_32"], "shape": "increasing"}, "source": "P3"}
+    ]
+    effects = {"baseline": 0.0, "k_4": -0.1, "k_16": 0.1, "k_32": 0.2}
+    run = simulated_run(tmp_path / "runs", effects, seeds=5, claims=stated)
+    out = write_report(run, tmp_path / "reports")
+    md = (out / "report.md").read_text()
+    assert md.index("## Claims") < md.index("## Ordered levels") < md.index("## Method")
+    assert "Hsu's multiple comparison with the best" in md and (out / "trend.png").exists()
+    trend = pd.read_csv(out / "trend.csv")
+    assert trend.level.tolist() == ["k_4", "baseline", "k_16", "k_32"]
+    assert (
+        trend.set_index("level").loc["k_32", "best"]
+        and not trend.set_index("level").loc["k_4", "possibly_best"]
+    )
+    pd.testing.assert_frame_equal(ablate.load_run(run).trend, trend, check_dtype=False)
