@@ -258,6 +258,10 @@ def calibration() -> str:
         cf, ct = c["claims_false"], c["claims_true"]
         rows.append((f"{cf['claims']} claims, one of each form, each false at its boundary: some claim called "
                      "supported", f"{cf['any_supported']:.1%}", "<= 5%", cf["reps"]))  # fmt: skip
+        if "false_share_supported" in c.get("factorial_null", {}):
+            fn = c["factorial_null"]
+            rows.append(("share claim, false (an axis without effect 'explains >= 30%'), 2x2 factorial: supported",
+                         f"{fn['false_share_supported']:.1%}", "<= 5%", fn["reps"]))  # fmt: skip
         rows += [
             (f"true claim `{k}` (sesoi {ct['sesoi']:g}): called supported", f"{v:.1%}", "", ct["reps"])
             for k, v in ct["supported"].items()

@@ -7,13 +7,15 @@ from typing import Any
 
 from ablate.config.schema import ConfigError
 
-FORMS = ("helps", "hurts", "equivalent", "negligible", "greater", "exceeds_all", "trend")
+FORMS = ("helps", "hurts", "equivalent", "negligible", "greater", "exceeds_all", "trend", "share")
 SHAPES = ("increasing", "decreasing", "concave")
 
 EXTRA = ("source", "says")  # where a claim comes from (e.g. "Paper 3, Sec. 4"), and its words
 
 
-def validate_claims(claims: Any, variants: list[str], baseline: str, sesoi: float | None) -> None:
+def validate_claims(
+    claims: Any, variants: list[str], baseline: str, sesoi: float | None, axes: list[str] = ()
+) -> None:
     if not claims:
         return
     if not isinstance(claims, list):
@@ -35,7 +37,23 @@ def validate_claims(claims: Any, variants: list[str], baseline: str, sesoi: floa
                 f"{at}: exactly one form per claim, got {forms or 'none'}; forms: {', '.join(FORMS)}"
             )
         form = forms[0]
-        _check_arg(f"{at}.{form}", form, c[form], variants, baseline, sesoi)
+        if form == "share":
+            _check_share(f"{at}.share", c[form], list(axes))
+        else:
+            _check_arg(f"{at}.{form}", form, c[form], variants, baseline, sesoi)
+
+
+def _check_share(at: str, arg: Any, axes: list[str]) -> None:
+    if not axes:
+        raise ConfigError(f"{at}: a share claim needs a factorial sweep (sweep.axes); this sweep has none")
+    if not isinstance(arg, dict) or set(arg) != {"factors", "at_least"}:
+        raise ConfigError(f"{at}={arg!r}: {{factors: [axis, ...], at_least: 0.7}}")
+    names = arg["factors"] if isinstance(arg["factors"], list) else [arg["factors"]]
+    for a in names:
+        if a not in axes:
+            raise ConfigError(f"{at}.factors: {a!r} is not an axis of this sweep; axes: {', '.join(axes)}")
+    if not isinstance(arg["at_least"], int | float) or not 0 < arg["at_least"] < 1:
+        raise ConfigError(f"{at}.at_least={arg['at_least']!r}: a share in (0, 1)")
 
 
 def _names(at: str, value: Any, variants: list[str], n: int | None = None, least: int = 1) -> list[str]:
@@ -108,6 +126,8 @@ def claim_lines(claims: list[dict], baseline: str, sesoi: float | None) -> list[
             text = f"{arg[0]} > {arg[1]}"
         elif form == "exceeds_all":
             text = f"{arg['effect'][0]} - {arg['effect'][1]} exceeds |Δ| of each of {', '.join(arg['than'])}"
+        elif form == "share":
+            text = f"{', '.join(arg['factors'])} explain >= {arg['at_least']:.0%} of the variation"
         else:
             text = f"{arg['shape']} over {', '.join(arg['levels'])}"
         source = ": ".join(x for x in (str(c.get("source", "")), str(c.get("says", ""))) if x)

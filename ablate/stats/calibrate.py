@@ -169,13 +169,14 @@ def factorial_seed_block(reps: int, effect: float = 0.0, seeds: int = 5, seed_sd
     from ablate.stats.anova import factorial_anova
 
     effects = {name: effect * (cell["a"] == "a1") for name, cell in FACTORIAL.items()}
-    a_hits = any_hits = a_unblocked = 0
+    a_hits = any_hits = a_unblocked = share_b = 0
+    false_share = [{"share": {"factors": ["b"], "at_least": 0.3}}]  # b has no effect: a false claim
     with tempfile.TemporaryDirectory(prefix="ablate-calibrate-") as tmp:
         base = Path(tmp)
         for r in range(reps):
             run = simulated_run(
                 base / "runs", effects, seeds, steps=10, eval_every=2, minimal=True, seed=r, run_id=f"f{r}",
-                trial_sd=TRIAL_SD, seed_sd=seed_sd_ratio * TRIAL_SD, factors=FACTORIAL,
+                trial_sd=TRIAL_SD, seed_sd=seed_sd_ratio * TRIAL_SD, factors=FACTORIAL, claims=false_share,
             )  # fmt: skip
             reported(run, base / "reports")
             aov = pd.read_csv(base / "reports" / "sim" / f"f{r}" / "anova.csv").set_index("term")
@@ -186,6 +187,8 @@ def factorial_seed_block(reps: int, effect: float = 0.0, seeds: int = 5, seed_sd
                 "term"
             )
             a_unblocked += bool(plain.loc["a", "p_adj"] < 0.05)
+            claims_csv = pd.read_csv(base / "reports" / "sim" / f"f{r}" / "claims.csv")
+            share_b += bool((claims_csv.verdict == "supported").any())
     return {
         "reps": reps,
         "effect": effect,
@@ -193,6 +196,7 @@ def factorial_seed_block(reps: int, effect: float = 0.0, seeds: int = 5, seed_sd
         "a_called": a_hits / reps,
         "any_term_called": any_hits / reps,
         "a_called_unblocked": a_unblocked / reps,
+        "false_share_supported": share_b / reps,
     }
 
 

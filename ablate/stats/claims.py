@@ -15,6 +15,10 @@ read "better" by the sweep's higher_is_better, trends read the metric itself):
                                intersection-union test of (A-B) - (C-base) > 0 and (A-B) + (C-base) > 0 for
                                every C; supported when every component is, contradicted when one component's
                                interval is < 0; the row shows the weakest component
+- share: {factors: [lr, batch, k], at_least: 0.7}   factorial sweeps: the share of the seed-adjusted variation
+                               of the scores that those axes' main effects and two-way interactions explain
+                               (balanced over the seeds finished in every cell), with a percentile interval from
+                               resampling seeds; supported: interval >= at_least; contradicted: interval < it
 - trend: {levels: [V1, V2, ...], shape: increasing | decreasing | concave}   a contrast over the ordered
                                levels (equally spaced ranks r): the slope per level for increasing/decreasing,
                                the curvature c of a + b r + c r² for concave (c < 0 = as claimed)
@@ -49,6 +53,10 @@ def expand(claims: list[dict]) -> list[dict]:
             out.append({**base, "variants": list(arg)})
         elif form == "exceeds_all":
             out.append({**base, "variants": list(arg["effect"]), "than": list(arg["than"])})
+        elif form == "share":
+            out.append(
+                {**base, "variants": [], "factors": list(arg["factors"]), "at_least": float(arg["at_least"])}
+            )
         else:
             out.append({**base, "variants": list(arg["levels"]), "shape": arg["shape"]})
     return out
@@ -68,6 +76,8 @@ def label(c: dict, baseline: str, sesoi: float | None) -> str:
         return f"{v[0]} > {v[1]}"
     if form == "exceeds_all":
         return f"{v[0]} - {v[1]} exceeds |Δ| of each of {', '.join(c['than'])}"
+    if form == "share":
+        return f"{', '.join(c['factors'])} explain >= {c['at_least']:.0%} of the variation"
     return f"{c['shape']} over {', '.join(v)}"
 
 
@@ -108,6 +118,59 @@ def _verdict(form: str, lo: float, hi: float, sesoi: float | None) -> str:
     return "supported" if lo > 0 else "contradicted" if hi < 0 else "inconclusive"
 
 
+def _balanced(summ: pd.DataFrame, factors: dict[str, dict[str, str]]) -> pd.DataFrame:
+    """seed x cell scores of the factorial grid, over the seeds finished in every cell."""
+    ok = summ[(summ.status == "done") & summ.final.map(lambda x: math.isfinite(float(x)))]
+    ok = ok[ok.variant.isin(list(factors))]
+    return (
+        ok.pivot_table(index="seed", columns="variant", values="final", aggfunc="first")
+        .reindex(columns=list(factors))
+        .dropna()
+    )
+
+
+def _share(y: np.ndarray, levels: dict[str, np.ndarray], names: list[str]) -> float:
+    """Balanced design, y: seeds x cells. SS of the named axes' main effects and two-way interactions over
+    the variation left after the seed block."""
+    cell = y.mean(axis=0)
+    grand = cell.mean()
+    total = float(((y - y.mean(axis=1, keepdims=True)) ** 2).sum())
+    n = y.shape[0]
+
+    def fitted(axes: tuple[str, ...]) -> np.ndarray:  # each cell's mean over the cells sharing its levels
+        key = np.array(["|".join(levels[a][i] for a in axes) for i in range(len(cell))])
+        return np.array([cell[key == k].mean() for k in key])
+
+    ss = 0.0
+    for i, a in enumerate(names):
+        ma = fitted((a,))
+        ss += n * float(((ma - grand) ** 2).sum())
+        for b in names[i + 1 :]:
+            mab, mb = fitted((a, b)), fitted((b,))
+            ss += n * float(((mab - ma - mb + grand) ** 2).sum())
+    return ss / total if total > 0 else math.nan
+
+
+def variance_share(summ: pd.DataFrame, factors: dict[str, dict[str, str]], names: list[str]) -> float:
+    y = _balanced(summ, factors)
+    levels = {a: np.array([factors[c][a] for c in y.columns]) for a in names}
+    return _share(y.to_numpy(), levels, names)
+
+
+def _share_claim(summ, factors, c, level, n_boot=2000):
+    y = _balanced(summ, factors)
+    levels = {a: np.array([factors[cell][a] for cell in y.columns]) for a in c["factors"]}
+    arr = y.to_numpy()
+    est = _share(arr, levels, c["factors"]) if len(arr) >= 2 else math.nan
+    if len(arr) < 2:
+        return len(arr), est, math.nan, math.nan
+    rng = np.random.default_rng(0)  # the same interval on every read of the same store
+    boot = [_share(arr[rng.integers(0, len(arr), len(arr))], levels, c["factors"]) for _ in range(n_boot)]
+    q = (1 - level) / 2
+    lo, hi = np.nanquantile(boot, [q, 1 - q])
+    return len(arr), est, float(lo), float(hi)
+
+
 def claims_table(
     summ: pd.DataFrame,
     claims: list[dict],
@@ -115,6 +178,7 @@ def claims_table(
     alpha: float,
     sesoi: float | None,
     higher_is_better: bool = True,
+    factors: dict[str, dict[str, str]] | None = None,
 ) -> pd.DataFrame:
     """One row per tested claim: claim, form, source, says, n_pairs, estimate, ci_low, ci_high, ci_level,
     verdict. ``summ``: one row per trial (variant, seed, status, final), as ablate.stats.summary makes it."""
@@ -127,6 +191,16 @@ def claims_table(
     wide = ok.pivot_table(index="seed", columns="variant", values="final", aggfunc="first")
     rows = []
     for c in tested:
+        if c["form"] == "share":
+            n, est, lo, hi = _share_claim(summ, factors or {}, c, level)
+            verdict = (
+                "inconclusive" if math.isnan(lo)
+                else "supported" if lo >= c["at_least"] else "contradicted" if hi < c["at_least"] else "inconclusive"
+            )  # fmt: skip
+            rows.append({"claim": label(c, baseline, sesoi), "form": "share", "source": c["source"], "says": c["says"],
+                         "n_pairs": n, "estimate": est, "ci_low": lo, "ci_high": hi, "ci_level": level,
+                         "verdict": verdict})  # fmt: skip
+            continue
         need = list(
             dict.fromkeys(
                 [*named_variants(c), *([baseline] if c["form"] not in ("greater", "trend") else [])]
@@ -167,6 +241,7 @@ def claims_for(rt) -> pd.DataFrame:
         rt.stats.alpha,
         rt.stats.sesoi,
         rt.spec.get("higher_is_better", True),
+        rt.plan.get("factors") or {},
     )
 
 
@@ -178,5 +253,7 @@ def method_sentence(claims: pd.DataFrame, alpha: float) -> str:
         f"the {m} claims, so a false claim is called supported at most α = {alpha:g} of the time over the "
         "family); supported when the interval lies on the claimed side of 0 (inside ±sesoi for equivalent and "
         "negligible), contradicted when it lies on the other (beyond ±sesoi), else inconclusive. exceeds_all is "
-        "an intersection-union test: every component must be supported; the row shows the weakest one."
+        "an intersection-union test: every component must be supported; the row shows the weakest one. A share claim "
+        "reads the share of the seed-adjusted variation its axes explain, with a percentile interval from "
+        "resampling seeds (2000 draws)."
     )

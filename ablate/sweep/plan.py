@@ -213,7 +213,9 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     )
     variants, factors = _variants(spec)
     validate_stats(st, len(variants) - 1, st.min_seeds if auto else len(seeds))
-    validate_claims(OmegaConf.to_object(spec.claims), list(variants), spec.baseline, st.sesoi)
+    validate_claims(
+        OmegaConf.to_object(spec.claims), list(variants), spec.baseline, st.sesoi, list(spec.axes)
+    )
     validate_metric(spec.metric)
     sequential = None
     if auto:

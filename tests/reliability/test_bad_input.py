@@ -268,6 +268,7 @@ CLAIM_ERRORS = [
     ("[{trend: {levels: [k_4, baseline], shape: concave}}]", "needs at least 3 variants"),
     ("[{trend: {levels: [k_4, baseline], shape: wiggly}}]", "shape='wiggly': allowed: increasing"),
     ("[{helps: baseline}]", "'baseline' is the baseline"),
+    ("[{share: {factors: [k], at_least: 0.5}}]", "a share claim needs a factorial sweep (sweep.axes)"),
 ]
 
 

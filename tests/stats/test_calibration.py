@@ -55,6 +55,7 @@ def test_the_seed_blocked_factorial_holds_alpha_and_beats_the_unblocked_fit():
     with seeds 3x noisier than a trial: the blocked fit finds it far more often than the fit without the seed."""
     null = calibrate.factorial_seed_block(120)
     assert null["any_term_called"] <= 0.05 + 2 * calibrate.mc_se(0.05, null["reps"]), null
+    assert null["false_share_supported"] <= 0.05 + 2 * calibrate.mc_se(0.05, null["reps"]), null
     power = calibrate.factorial_seed_block(60, effect=0.05)
     assert power["a_called"] >= 0.5 and power["a_called"] >= 3 * power["a_called_unblocked"], power
 

@@ -130,3 +130,51 @@ def test_expand_names_sources_and_counts_negligible_lists():
         ("negligible", ["b"], "Paper 1"),
         ("helps", ["c"], ""),
     ]
+
+
+# share: a balanced 2x2 (axes a, b) with 3 seeds, y = 2·[a1] + 1·[b1] + s + e, e = u(cell)·v(s) as in
+# tests/stats/test_anova.py: SS_a = 12 · 1² = 12, SS_b = 12 · 0.5² = 3, SS_ab = 0, SS_res = 8; after the seed
+# block the variation is 12 + 3 + 0 + 8 = 23: share(a) = 12/23, share(a, b) = 15/23.
+CELLS = {
+    "a0_b0": ("a0", "b0", 1),
+    "a0_b1": ("a0", "b1", -1),
+    "a1_b0": ("a1", "b0", -1),
+    "a1_b1": ("a1", "b1", 1),
+}
+FACTORS = {name: {"a": a, "b": b} for name, (a, b, _) in CELLS.items()}
+
+
+def _factorial_summ():
+    v = (1, -1, 0)
+    return pd.DataFrame(
+        [
+            {
+                "variant": n,
+                "seed": s,
+                "status": "done",
+                "final": 2.0 * (a == "a1") + 1.0 * (b == "b1") + s + u * v[s],
+            }
+            for n, (a, b, u) in CELLS.items()
+            for s in range(3)
+        ]
+    )
+
+
+def test_share_of_the_seed_adjusted_variation_hand_computed():
+    from ablate.stats.claims import variance_share
+
+    summ = _factorial_summ()
+    assert variance_share(summ, FACTORS, ["a"]) == pytest.approx(12 / 23)
+    assert variance_share(summ, FACTORS, ["a", "b"]) == pytest.approx(15 / 23)
+
+
+def test_share_claim_reads_a_seed_bootstrap_interval_against_its_threshold():
+    summ = _factorial_summ()
+    claims = [
+        {"share": {"factors": ["a", "b"], "at_least": 0.5}},
+        {"share": {"factors": ["b"], "at_least": 0.9}},
+    ]
+    t = claims_table(summ, claims, "a0_b0", alpha=0.05, sesoi=None, factors=FACTORS).set_index("claim")
+    row = t.loc["a, b explain >= 50% of the variation"]
+    assert row.estimate == pytest.approx(15 / 23) and row.ci_low <= 15 / 23 <= row.ci_high
+    assert t.loc["b explain >= 90% of the variation", "verdict"] == "contradicted"  # 3/23 = 0.13
