@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     from ablate.compose import compose
-    from ablate.sweep.errors import SweepLocked, SystemicFailure
+    from ablate.sweep.errors import SweepLocked, SweepStopped, SystemicFailure
 
     try:
         if multirun:
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     except SweepLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
-    except SystemicFailure as e:
+    except (SystemicFailure, SweepStopped) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

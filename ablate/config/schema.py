@@ -174,6 +174,9 @@ class TrainConfig:
     checkpoint_keep: int = 2  # the newest N complete checkpoints are kept, older ones removed
     fault_step: int = -1  # test hook: raise at this step (-1 = never; a retry resumed before it raises again)
     fault_seed: int = -1  # ... only for this seed (-1 = any)
+    # test hook: at fault_step, hold this many GB (touched, 256 MB a second) instead of raising, so that a
+    # memory monitor (Ray's) kills the trial as it would a real one that outgrows the machine
+    fault_memory_gb: float = 0.0
 
 
 @dataclass

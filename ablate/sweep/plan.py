@@ -57,7 +57,14 @@ TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmsta
 # and the declared model shape (read only by the memory planner). ablate.trainer.checkpoint.IGNORED mirrors it.
 UNHASHED = {
     "warmstart": ("cache_dir",),
-    "train": ("fault_step", "fault_seed", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"),
+    "train": (
+        "fault_step",
+        "fault_seed",
+        "fault_memory_gb",
+        "checkpoint_every",
+        "checkpoint_dir",
+        "checkpoint_keep",
+    ),
     "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
 }
 # Keys added after stores existed: hashed only when set away from their schema default, so every earlier trial

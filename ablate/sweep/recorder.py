@@ -107,6 +107,16 @@ class TrialRecorder:
             self.paths, status=status, ended=time.time(), error=error, phase=phase, n_records=n, **self._base
         )
 
+    def stopped(self, why: str) -> None:
+        """The sweep was stopped from outside while this attempt ran: not a failure of the trial ('interrupted',
+        counted as not run, rerun by the same command)."""
+        n = self._close_writer()
+        self.outcome = "interrupted"
+        store.write_status(
+            self.paths, status="interrupted", ended=time.time(), error=why, phase="stopped", n_records=n,
+            **self._base,
+        )  # fmt: skip
+
     def lost(self, alive: bool | None = None) -> None:
         """The attempt ended with no word from the trial: its process or its whole node died."""
         if self.outcome is not None or self.attempts == 0:

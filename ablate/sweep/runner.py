@@ -8,6 +8,7 @@ driver's disk; Ray's own experiment directory is a temporary folder, never the r
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import uuid
@@ -17,7 +18,7 @@ from filelock import FileLock, Timeout
 
 from ablate import store
 from ablate.sweep import ray_session
-from ablate.sweep.errors import SweepLocked, SystemicFailure
+from ablate.sweep.errors import SweepLocked, SweepStopped, SystemicFailure
 from ablate.sweep.plan import Plan, Trial
 from ablate.sweep.recorder import TrialRecorder
 from ablate.sweep.trial import run_trial
@@ -131,7 +132,10 @@ def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress) -> di
             p.dir.mkdir(parents=True, exist_ok=True)  # a trial Tune never started has no folder yet
             st = store.read_status(p) or {}
             if not st:
-                why = "not run: the sweep stopped before this trial started"
+                why = (
+                    "did not start: Tune ended without running it (its worker could not be started or was "
+                    "killed before the trial began; Ray's logs say why)"
+                )
             elif st.get("status") == "running":
                 why = "trial did not finish: the sweep stopped while it ran"
             else:
@@ -222,15 +226,44 @@ def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
                 tuner.fit()
             except Exception as e:  # Tune wraps what its callbacks raise in a TuneError: unwrap ours
                 found = _systemic(e)
-                if found is None:
+                if found is not None:
+                    raise SystemicFailure(found) from None
+                oom = _ray_oom(e)
+                if oom is None:
                     raise
-                raise SystemicFailure(found) from None
+                # Tune ends its run on Ray's OutOfMemoryError (not an actor or task error to it): the trials
+                # that were running did not fail, they were stopped; they rerun with the same command.
+                for r in recorders:
+                    if r.outcome is None and r.attempts > 0:
+                        r.stopped(
+                            f"not run to the end: Ray's memory monitor killed a trial of the sweep ({oom})"
+                        )
+                raise SweepStopped(
+                    f"Ray's memory monitor killed a trial ({oom}) and Tune stopped the sweep. Finished trials are "
+                    "kept; the ones that were running are 'not run' and rerun with the same command. Run fewer "
+                    "trials at once (launcher.cpus_per_trial=2 gives each trial 2 CPUs) or make each smaller "
+                    "(K, train.prompts_per_step); each finished trial's peak is peak_rss_mb in its status.json"
+                ) from None
         if ctrl_c.requested:
             raise KeyboardInterrupt
     finally:
         for r in recorders:
             r.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ray_oom(e: BaseException) -> str | None:
+    """'node 10.0.0.2: 22.50GB used / 23.54GB limit' when Ray's OutOfMemoryError is in ``e``'s chain."""
+    from ray.exceptions import OutOfMemoryError
+
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OutOfMemoryError):
+            m = re.search(r"\(IP: ([^,]+),.*?\) was ([\d.]+GB used / [\d.]+GB limit)", str(e))
+            return f"node {m.group(1)}: {m.group(2)}" if m else "the node ran low on memory"
+        e = e.__cause__ or e.__context__
+    return None
 
 
 def _systemic(e: BaseException) -> str | None:

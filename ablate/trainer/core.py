@@ -39,6 +39,16 @@ from ablate.trainer.update import Batch, PolicyUpdate, logprobs, several_passes
 from ablate.trainer.warmstart import load_or_train
 
 
+def _hold_memory(gb: float) -> None:
+    """Test hook: grow to ``gb`` GB of touched memory, 256 MB a second, then hold it a minute (a memory
+    monitor kills the process long before)."""
+    held = []
+    for _ in range(int(gb * 4)):
+        held.append(b"\x01" * (256 * 2**20))  # written: the pages are really used
+        time.sleep(1.0)
+    time.sleep(60)
+
+
 class InjectedFault(RuntimeError):
     """Raised by the test-only fault hook (``train.fault_step``)."""
 
@@ -188,6 +198,8 @@ class Trainer:
     def step(self, step: int) -> dict:
         """One GRPO iteration: rollout -> score -> advantages -> update -> record."""
         if step == self.cfg.train.fault_step and self.cfg.train.fault_seed in (-1, self.seed):
+            if self.cfg.train.fault_memory_gb > 0:
+                _hold_memory(self.cfg.train.fault_memory_gb)
             raise InjectedFault(f"injected fault at step {step} (train.fault_step)")
         t0 = time.perf_counter()
         lr, ent_coef = self._schedules(step)
