@@ -317,18 +317,25 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     )
 
 
-def _store_state(plan: Plan, run) -> tuple[int, list[float]]:
-    """(trials of the plan already finished in the store, their measured seconds: setup + RL loop)."""
+def _machine_gb() -> float:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+
+
+def _store_state(plan: Plan, run) -> tuple[int, list[float], list[float]]:
+    """(trials of the plan already finished in the store, their measured seconds: setup + RL loop, and their
+    peak resident memory in MB)."""
     from ablate import store
 
-    done, seconds = 0, []
+    done, seconds, peaks = 0, [], []
     for t in plan.trials:
         p = store.trial_paths(run, t.variant, t.seed)
         if store.is_finished(p, t.config_hash):
             done += 1
             st = store.read_status(p) or {}
             seconds.append(float(st.get("seconds") or 0) + float(st.get("setup_seconds") or 0))
-    return done, seconds
+            if st.get("peak_rss_mb"):
+                peaks.append(float(st["peak_rss_mb"]))
+    return done, seconds, peaks
 
 
 def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=None) -> str:
@@ -355,7 +362,7 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=
 
         lines.append(f"claims ({len(claims)}, tested at the end, Bonferroni over them):")
         lines += [f"  {line}" for line in claim_lines(claims, plan.baseline, plan.spec["stats"].get("sesoi"))]
-    done, measured = _store_state(plan, run) if run is not None and os.path.isdir(run) else (0, [])
+    done, measured, peaks = _store_state(plan, run) if run is not None and os.path.isdir(run) else (0, [], [])
     n = len(plan.variants) * plan.sequential["looks"][0] if plan.sequential else len(plan.trials)
     left = max(n - done, 0)
     lines.append(f"store {run}: {done} finished, {left} to run" if run is not None else f"{left} to run")
@@ -373,6 +380,14 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=
     from ablate.sweep import memory
 
     first = OmegaConf.create(plan.trials[0].config_yaml)
+    if peaks and left:  # what finished trials held: trials at once x the largest, against this machine
+        slots = max(1, int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial))
+        at_once, machine = min(slots, left) * max(peaks) / 1024, _machine_gb()
+        lines.append(
+            f"measured peak memory per trial up to {max(peaks) / 1024:.1f} GB ({len(peaks)} finished): "
+            f"~{at_once:.1f} GB for {min(slots, left)} at once, of this machine's {machine:.0f} GB"
+            + ("  TIGHT: run fewer at once (launcher.cpus_per_trial=2)" if at_once > 0.8 * machine else "")
+        )
     if not cfg.launcher.gpus_per_trial and first.train.device != "cuda":
         # CPU trials: a GPU's memory plan and TFLOP/s estimate do not apply
         model = first.model.name

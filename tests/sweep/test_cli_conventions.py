@@ -52,6 +52,10 @@ def test_multirun_sweep_end_to_end_with_a_report(tmp_path):
     # dry_run reads the store: everything is done, the estimate comes from measured trials
     dry = cli(["-m", "entropy=annealed,off", "seeds=3", "dry_run=true", *SMALL], cwd=tmp_path)
     assert "4 finished, 2 to run" in dry.stdout and "measured on 4 finished trials" in dry.stdout, dry.stdout
+    assert (
+        "measured peak memory per trial up to " in dry.stdout
+        and "for 2 at once, of this machine's" in dry.stdout
+    )
     listing = cli(["report", str(tmp_path / "runs" / "multirun")], cwd=tmp_path)
     assert listing.returncode == 0 and run.name in listing.stdout
 

@@ -170,3 +170,29 @@ def test_a_cpu_sweep_of_a_real_model_gets_no_gpu_plan(capsys, tmp_path, monkeypa
     out = capsys.readouterr().out
     assert "memory plan per GPU" not in out and "time ESTIMATE" not in out
     assert "CPU trials of model=smollm2: time not estimated before a trial has finished" in out
+
+
+def test_dry_run_warns_when_measured_peaks_of_trials_at_once_crowd_the_machine(tmp_path, monkeypatch):
+    """Finished trials' peak RSS x trials at once against the machine: the real_cpu sweep's SmolLM2 trials
+    held 7-10 GB each, two at once on 24 GB, and Ray's memory monitor killed one when another job ran."""
+    from ablate import store
+    from ablate.sweep import plan as plan_mod
+
+    ov = ["sweep=smoke", "seeds=2"]
+    cfg = compose(ov)
+    plan = build_plan(cfg, ov)
+    run = tmp_path / "run"
+    for t in plan.trials[:2]:  # two finished trials: 20 GB and 9 GB at their peak
+        p = store.trial_paths(run, t.variant, t.seed)
+        p.dir.mkdir(parents=True)
+        w = store.MetricsWriter(p.metrics)
+        w.write({"step": 0})
+        w.close()
+        peak = 20480.0 if t is plan.trials[0] else 9216.0
+        store.write_status(
+            p, status="done", config_hash=t.config_hash, n_records=1, peak_rss_mb=peak, seconds=1.0
+        )
+    monkeypatch.setattr(plan_mod, "_machine_gb", lambda: 24.0)
+    text = plan_mod.describe(plan, cfg, None, run)
+    assert "measured peak memory per trial up to 20.0 GB (2 finished): ~40.0 GB for 2 at once" in text
+    assert "TIGHT: run fewer at once (launcher.cpus_per_trial=2)" in text
