@@ -11,7 +11,7 @@ import sys
 
 from ablate import cpu_kernels
 from ablate.cli.help import config_to_show, help_text, info_text
-from ablate.cli.report_cmd import run_report, run_report_mode
+from ablate.cli.report_cmd import REPORT_HELP, run_report, run_report_mode
 from ablate.cli.sweep_cmd import run_sweep
 from ablate.cli.train_cmd import run_train
 from ablate.config import ConfigError, validate_launch
@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         print(info_text())
         return 0
     if any(a in ("-h", "--help", "help") for a in argv):
+        if argv[0] == "report":
+            print(REPORT_HELP)
+            return 0
         print(help_text())
         return 0
     print_cfg = "--cfg" in argv

@@ -63,6 +63,20 @@ def _one_line(exc: Exception, overrides: list[str]) -> str:
         group, value = m.group(1), m.group(2)
         plain = f"; any other value: {PLAIN_KEYS[group]}={value}" if group in PLAIN_KEYS else ""
         return f"{group}={value!r}: unknown option; allowed: {', '.join(group_options(group)) or '(none)'}{plain}"
+    m = re.search(r"Config group override must be a string or a list\. Got (\w+)", msg)
+    if m:  # k=3.5: Hydra names neither the group nor the value
+        from ablate.aliases import PLAIN_KEYS
+
+        groups = set(group_names())
+        for ov in overrides:
+            key, _, value = ov.partition("=")
+            if key in groups:
+                try:
+                    float(value)
+                except ValueError:
+                    continue
+                plain = f"; any other value: {PLAIN_KEYS[key]}={value}" if key in PLAIN_KEYS else ""
+                return f"{key}={value}: unknown option; allowed: {', '.join(group_options(key))}{plain}"
     m = re.search(r"Could not override '([^']+)'", msg)
     if m and "No match in the defaults list" in msg:
         return f"{m.group(1)}: no such config group; groups: {', '.join(group_names())}"

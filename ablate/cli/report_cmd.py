@@ -10,6 +10,17 @@ from pathlib import Path
 from ablate.config import ConfigError
 
 REPORT_USAGE = "usage: python -m ablate report runs/<sweep>/<run_id> [reports_dir=DIR] [figures=true|false]"
+REPORT_HELP = (
+    REPORT_USAGE
+    + """
+
+Writes the report of a run from its store alone (offline, regenerable): report.md, report.html, table.csv,
+claims.csv / trend.csv / anova.csv where the sweep has them, trials.csv, table.tex, manifest.json and figures,
+into reports/<sweep>/<run_id>/ (or DIR/<sweep>/<run_id>/).
+  runs/<sweep>/<run_id>   the run; runs/<sweep> lists the runs of a sweep
+  reports_dir=DIR    where reports go (default: reports)
+  figures=false      skip the PNG figures (faster)"""
+)
 
 
 def run_report(args: list[str]) -> int:

@@ -140,10 +140,37 @@ def check_runs_here(cfg) -> None:
                 "no CUDA GPU is visible here; use train.device=auto (or cpu), or ray.address=auto to run on "
                 "a cluster's GPUs",
             )
+    _check_hub_model(cfg.model.name)
     if t.name in ("gsm8k", "math"):
         if importlib.util.find_spec("datasets") is None:
             _fail("task.name", t.name, "needs the 'data' extra (datasets): pip install -e '.[data]'")
         _check_hub_dataset(t.path)
+
+
+def _check_hub_model(name: str) -> None:
+    """A hub model id must load here (the local Hugging Face cache, or the network): found before launch in
+    one line, not after two retries of every trial waiting on the Hub."""
+    from ablate.trainer.packaged import is_packaged
+
+    if not name or name == "tiny" or is_packaged(name) or Path(name).exists():
+        return
+    if name.startswith(("/", ".", "~")) or name.count("/") > 1:
+        _fail("model.name", name, "no such local model directory (a hub id looks like org/name)")
+    from huggingface_hub import file_exists, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+        return
+    try:
+        found = file_exists(name, "config.json")
+    except Exception as e:  # noqa: BLE001 - no network, a proxy, a gated repo: all mean "cannot load here"
+        _fail(
+            "model.name",
+            name,
+            f"cannot load this hub model here ({e.__class__.__name__}: no network and not in the local Hugging "
+            "Face cache); give a local model directory: model.name=/path/to/model",
+        )
+    if not found:
+        _fail("model.name", name, "no such model on the Hugging Face Hub (no config.json); check the id")
 
 
 def _check_hub_dataset(path: str) -> None:

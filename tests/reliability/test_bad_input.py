@@ -167,6 +167,8 @@ BAD = [
         "add force=true to start it without a terminal",
     ),
     (["report"], "usage: python -m ablate report"),
+    # a number for a group whose options are numbers: Hydra named neither the group nor the value
+    (["sweep=smoke", "k=3.5"], "k=3.5: unknown option; allowed: 2, 4, 8, 16, 32"),
     (["report", "/nonexistent/run"], "report_path='/nonexistent/run': not a run directory"),
     (["report", "/tmp", "colour=red"], "'colour=red': not a report option"),
 ]
@@ -297,6 +299,38 @@ def test_dry_run_lists_the_claims_with_their_sources(tmp_path, monkeypatch, caps
     assert (
         "  k_16 > k_4  [Paper 3: K matters]" in out and "  k_4 negligible (within ±0.05 of baseline)" in out
     )
+
+
+def test_a_hub_model_that_cannot_load_here_is_refused_before_launch(monkeypatch, tmp_path, capsys):
+    """It waited on the Hub in every trial, twice (retries), ~2 minutes, before the sweep stopped; now one
+    line before launch. A cached model passes; a missing local directory is named as one."""
+    import huggingface_hub
+
+    def offline(repo_id, filename, **kw):
+        raise ConnectionError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub, "file_exists", offline)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *a, **k: None)
+    monkeypatch.chdir(tmp_path)
+    cases = {
+        (
+            "sweep=smoke",
+            "model.name=gpt2",
+        ): "model.name='gpt2': cannot load this hub model here (ConnectionError",
+        (
+            "mode=train",
+            "model=hf",
+            "model.name=Org/Model-1B",
+        ): "give a local model directory: model.name=/path",
+        ("mode=train", "model=hf", "model.name=./no/such/dir"): "no model directory there",
+    }
+    for argv, message in cases.items():
+        assert main(list(argv)) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *a, **k: "/cache/config.json")
+    assert main(["sweep=smoke", "model.name=gpt2", "dry_run=true"]) == 0  # in the cache: runs offline
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_sweep_file_value_of_the_wrong_shape_names_its_key(tmp_path, monkeypatch, capsys):
@@ -459,6 +493,13 @@ def test_version_and_info(capsys):
     for word in ("ablate", "python", "torch", "transformers", "ray", "hydra", "wandb", "cuda", "cpu", "conf"):
         assert any(line.split()[0] == word for line in out.splitlines()), (word, out)
     assert __version__ in out and sys.version.split()[0] in out and "/conf" in out
+
+
+def test_report_help_is_the_reports_own(capsys):
+    assert main(["report", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m ablate report") and "figures=false" in out
+    assert "plain keys" not in out  # not the sweep's help
 
 
 def test_mode_train_dry_run_trains_nothing_and_writes_nothing(tmp_path, monkeypatch, capsys):
