@@ -58,6 +58,34 @@ def main_job() -> str:
     return _verdict_table(FIGURES / "main_job_table.csv")
 
 
+def publish_run(run: Path, name: str) -> None:
+    """A finished run's table (its report's table.csv) and every trial's eval curve (from the store) become
+    the docs' source: docs/figures/NAME_table.csv and NAME_evals.csv; then the blocks are rewritten."""
+    import ablate
+    from ablate.stats.run_table import table_for_run
+
+    r = ablate.load_run(run)
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    table_for_run(run).table.to_csv(FIGURES / f"{name}_table.csv", index=False)
+    metric = r.plan["spec"]["metric"]
+    evals = r.metrics[r.metrics[metric].notna()][["variant", "seed", "step", metric]]
+    evals.to_csv(FIGURES / f"{name}_evals.csv", index=False)
+    for line in update():
+        print(f"docs: rewrote {line}")
+
+
+def real_cpu_evals() -> str:
+    """Each real_cpu trial's held-out eval, step by step (from the store of the run the table comes from)."""
+    import pandas as pd
+
+    e = pd.read_csv(FIGURES / "real_cpu_evals.csv")
+    metric = e.columns[-1]
+    wide = e.pivot_table(index="variant", columns="step", values=metric, aggfunc="first", sort=False)
+    head = "| variant | " + " | ".join(f"step {int(s)}" for s in wide.columns) + " |"
+    rows = [f"| {v} | " + " | ".join(f"{x:.3f}" for x in wide.loc[v]) + " |" for v in wide.index]
+    return "\n".join([head, "|---|" + "---|" * len(wide.columns), *rows])
+
+
 def real_cpu() -> str:
     """`python -m ablate sweep=real_cpu seeds=1`'s table (one seed: Δ only, no verdicts)."""
     import pandas as pd
@@ -343,6 +371,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "paper_claims": paper_claims,
     "main_job": main_job,
     "real_cpu": real_cpu,
+    "real_cpu_evals": real_cpu_evals,
     "planner": planner,
     "bench": bench,
     "startup": startup,
@@ -376,6 +405,7 @@ def render(text: str, cache: dict[str, str | None]) -> str:
 def missing() -> list[str]:
     """The source files a figure needs that are not there."""
     need = {"main_job": "main_job_table.csv", "real_cpu": "real_cpu_table.csv", "bench": "bench.json",
+            "real_cpu_evals": "real_cpu_evals.csv",
             "startup": "bench.json", "calibration": "bench.json", "real_model": "real_model.json"}  # fmt: skip
     return sorted({f"docs/figures/{f}" for f in need.values() if not (FIGURES / f).exists()})
 
@@ -415,7 +445,12 @@ def publish(results: Path, name: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="exit 1 listing the stale blocks; write nothing")
+    ap.add_argument("--publish-run", nargs=2, metavar=("RUN_DIR", "NAME"),
+                    help="make a finished run the source of the NAME figures (e.g. runs/real_cpu/<id> real_cpu)")  # fmt: skip
     args = ap.parse_args()
+    if args.publish_run:
+        publish_run(Path(args.publish_run[0]), args.publish_run[1])
+        return 0
     if args.check:
         bad = stale()
         for line in bad:
