@@ -48,3 +48,26 @@ def test_adaptive_seeds_need_a_sesoi(compose_cfg):
 
     with pytest.raises(ConfigError, match="seeds=auto: needs sweep.stats.sesoi"):
         build_plan(compose_cfg(["sweep=smoke", "seeds=auto", "sweep.stats.sesoi=null"]), [])
+
+
+def test_a_row_with_a_real_effect_stops_conclusive_at_the_first_look(tmp_path):
+    """'starved' (lr 1e-7: the policy barely moves from its warm start) hurts by ~0.35 with a spread of a few
+    hundredths: conclusive at the first look (5 seeds) even at O'Brien-Fleming's strict early boundary, so it
+    stops there; 'no_entropy' (a small change) is not, and goes on with the baseline to the second look."""
+    (tmp_path / "sweeps" / "sweep").mkdir(parents=True)
+    (tmp_path / "sweeps" / "sweep" / "auto2.yaml").write_text(  # the embedded default's full 60 steps
+        "# @package sweep\nname: auto2\nvariants:\n  starved: [optim.lr=1e-7]\n  no_entropy: [entropy=off]\n"
+    )
+    sp = f"hydra.searchpath=[file://{tmp_path / 'sweeps'}]"
+    stats = ["sweep.stats.sesoi=0.05", "sweep.stats.min_seeds=5", "sweep.stats.max_seeds=10",
+             "sweep.stats.round_size=5"]  # fmt: skip
+    proc = cli([sp, "sweep=auto2", "seeds=auto", *stats], cwd=tmp_path, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = the_run(tmp_path, "auto2")
+    t = pd.read_csv(tmp_path / "reports" / "auto2" / run.name / "table.csv").set_index("variant")
+    assert t.loc["starved", "verdict"] == "hurts" and t.loc["starved", "stop"] == "conclusive"
+    assert t.loc["starved", "look"] == 0 and t.loc["starved", "n_pairs"] == 5
+    assert t.loc["starved", "ci_high"] < 0  # a real interval, not a degenerate one
+    requested = json.loads((run / "plan.json").read_text())["sequential"]["requested"]
+    assert requested["starved"] == 5 and requested["baseline"] == 10
+    assert t.loc["no_entropy", "n_pairs"] == 10 or t.loc["no_entropy", "stop"] in ("conclusive", "futile")
