@@ -20,6 +20,12 @@ from matplotlib.collections import LineCollection  # noqa: E402
 from ablate.report.display import level_text  # noqa: E402
 
 
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def curve_with_band(
     d: pd.DataFrame, metric: str, rng: np.random.Generator, n_boot: int = 500
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -125,10 +131,7 @@ def learning_curves(
     for ax in list(axes.flat)[len(variants) :]:
         ax.axis("off")
     axes[0][0].set_ylabel(metric, fontsize=8)
-    path = out / "learning_curves.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "learning_curves.png")
 
 
 FILLED = ("helps", "hurts")  # the verdicts whose interval excludes 0
@@ -203,10 +206,7 @@ def forest(table: pd.DataFrame, metric: str, out: Path) -> Path:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    path = out / "forest.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "forest.png")
 
 
 def seed_pairs(summ: pd.DataFrame, variants: list[str], baseline: str, score: str = "final") -> pd.DataFrame:
@@ -271,10 +271,7 @@ def seed_dots(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: never over a seed's dots
     fig.tight_layout()
-    path = out / "seeds.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "seeds.png")
 
 
 def trend(trends: pd.DataFrame, metric: str, out: Path) -> Path:
@@ -295,7 +292,4 @@ def trend(trends: pd.DataFrame, metric: str, out: Path) -> Path:
         ax.set_ylabel(f"Δ {metric} vs {t.level.iloc[0]}", fontsize=8)
         ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    path = out / "trend.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "trend.png")

@@ -31,6 +31,7 @@ from ablate.config import (
     validate_trial,
 )
 from ablate.config.claims import validate_claims
+from ablate.config.unhashed import UNHASHED
 from ablate.sweep import relative
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
@@ -53,20 +54,6 @@ LAUNCH_KEYS = (
     "hydra",
 )
 TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
-# Never change results: the warm-start cache's place, test hooks, checkpoints (where, how often, how many),
-# and the declared model shape (read only by the memory planner). ablate.trainer.checkpoint.IGNORED mirrors it.
-UNHASHED = {
-    "warmstart": ("cache_dir",),
-    "train": (
-        "fault_step",
-        "fault_seed",
-        "fault_memory_gb",
-        "checkpoint_every",
-        "checkpoint_dir",
-        "checkpoint_keep",
-    ),
-    "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
-}
 # Keys added after stores existed: hashed only when set away from their schema default, so every earlier trial
 # keeps its hash (and its finished result in the store).
 HASHED_WHEN_SET = {

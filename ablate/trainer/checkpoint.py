@@ -36,23 +36,12 @@ from collections.abc import Callable
 
 import torch
 
+from ablate.config.unhashed import UNHASHED
+
 MARKER = "meta.json"
 FORMAT = 1
 _STEP_DIR = re.compile(r"^step-(\d+)$")
-# Never change results, so a rerun that differs only in these still resumes (mirrors the unhashed keys of
-# ablate.sweep.plan: the trainer imports no sweep).
-IGNORED = {
-    "train": (
-        "fault_step",
-        "fault_seed",
-        "fault_memory_gb",
-        "checkpoint_every",
-        "checkpoint_dir",
-        "checkpoint_keep",
-    ),
-    "warmstart": ("cache_dir",),
-    "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
-}
+IGNORED = UNHASHED  # one list with the sweep's config hash (ablate/config/unhashed.py)
 TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
 
 
