@@ -224,6 +224,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     trial_cli = [ov for ov in cli_overrides if not is_launch_override(ov)]
     trials: list[Trial] = []
     variant_hashes = []
+    run_hashes: list[tuple[str, str]] = []
     notes: list[str] = []
     composer = Composer()
     shared = merge_overrides(list(spec.overrides), list(spec.baseline_overrides), trial_cli)
@@ -275,6 +276,12 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
                         notes.append(f"cannot run as planned: {why}")  # a dry run still shows the plan
             # hashed with the paths as given: a store made before they were resolved still matches
             h = config_hash(tcfg)
+            if seed == seeds[0]:  # the run's identity: the trials as they run (threads and ranks set by the
+                # launcher included), less the seed, so seeds add to a run and a launch that changes what a
+                # trial runs gets another run directory instead of rerunning over this one's finished trials
+                ident = tcfg.copy()
+                ident.seed = base.seed
+                run_hashes.append((name, config_hash(ident)))
             resolve_local_paths(tcfg)
             trials.append(Trial(name, seed, overrides, h, OmegaConf.to_yaml(tcfg), factors.get(name, {})))
     if len(seeds) == 1 and len(variants) > 1:
@@ -287,7 +294,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
         if not _SAFE_NAME.match(run_id):
             raise ConfigError(f"run_id={run_id!r}: use letters, digits and _ . , = + - only")
     else:
-        run_id = hashlib.sha256(json.dumps([spec.name, variant_hashes]).encode()).hexdigest()[:10]
+        run_id = hashlib.sha256(json.dumps([spec.name, run_hashes]).encode()).hexdigest()[:10]
         if cfg.fresh:
             run_id += time.strftime("-%Y%m%d-%H%M%S")
     return Plan(

@@ -17,6 +17,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from ablate import store
+from ablate.config import ConfigError
 from ablate.sweep import ray_session
 from ablate.sweep.errors import SweepLocked, SweepStopped, SystemicFailure
 from ablate.sweep.plan import Plan, Trial
@@ -77,7 +78,22 @@ def _write_plan(plan: Plan, run: Path, requested: dict[str, int] | None = None) 
     record.write(run)
 
 
+def _refuse_overwrite(plan: Plan, run: Path) -> None:
+    """A finished trial of another config in this run directory (run_id=NAME given twice for different
+    configs, or a store written before the run id covered what the launcher sets) would be rerun over, its
+    records lost: refused before anything is written."""
+    for t in plan.trials:
+        st = store.read_status(store.trial_paths(run, t.variant, t.seed)) or {}
+        if st.get("status") in store.FINISHED and st.get("config_hash") not in (None, t.config_hash):
+            raise ConfigError(
+                f"run {run}: {t.variant}/seed={t.seed} holds a finished trial of another config (hash "
+                f"{st['config_hash']}, this plan's {t.config_hash}); running would overwrite it. Start a new run "
+                "with fresh=true or run_id=NAME"
+            )
+
+
 def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
+    _refuse_overwrite(plan, run)
     if plan.sequential:
         return _execute_adaptive(plan, cfg, run, progress)
     _write_plan(plan, run)

@@ -509,3 +509,37 @@ def test_mode_train_dry_run_trains_nothing_and_writes_nothing(tmp_path, monkeypa
     out = capsys.readouterr().out
     assert "train: seed 1, 60 steps, K=16" in out and "dry run: nothing trained or written" in out
     assert not (tmp_path / "runs").exists() and not (tmp_path / ".cache").exists()
+
+
+def test_a_finished_trial_of_another_config_is_never_run_over(tmp_path, monkeypatch, capsys):
+    """run_id=NAME given to two configs (or a launch that changed what a trial runs, before the run id covered
+    it): the second would rerun the first's finished trials in place and lose their records. Refused before
+    anything is written; the run id of a launch that changes the trials (launcher.cpus_per_trial sets torch's
+    threads) is another one."""
+    import json
+
+    from ablate import store
+    from ablate.compose import compose
+    from ablate.sweep.plan import build_plan
+
+    monkeypatch.chdir(tmp_path)
+    ov = ["sweep=smoke", "run_id=mine", "seeds=3"]
+    plan = build_plan(compose(ov), ov)
+    t = plan.trials[0]
+    p = store.trial_paths(tmp_path / "runs" / "smoke" / "mine", t.variant, t.seed)
+    p.dir.mkdir(parents=True)
+    w = store.MetricsWriter(p.metrics)
+    w.write({"step": 0, "eval/positive_rate": 0.5})
+    w.close()
+    store.write_status(p, status="done", config_hash="0123456789abcdef", n_records=1)
+    assert main([*ov, "train.steps=3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds a finished trial of another config (hash 0123456789abcdef" in err[0], err
+    assert "fresh=true or run_id=NAME" in err[0]
+    assert json.loads(p.status.read_text())["config_hash"] == "0123456789abcdef" and p.metrics.read_text()
+    assert not (tmp_path / "runs" / "smoke" / "mine" / "plan.json").exists()
+    one = build_plan(compose(["sweep=smoke"]), ["sweep=smoke"]).run_id
+    two = build_plan(
+        compose(["sweep=smoke", "launcher.cpus_per_trial=2"]), ["launcher.cpus_per_trial=2"]
+    ).run_id
+    assert one != two
