@@ -380,7 +380,7 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=
         lines.append(
             f"measured peak memory per trial up to {max(peaks) / 1024:.1f} GB ({len(peaks)} finished): "
             f"~{at_once:.1f} GB for {min(slots, left)} at once, of this machine's {machine:.0f} GB"
-            + ("  TIGHT: run fewer at once (launcher.cpus_per_trial=2)" if at_once > 0.8 * machine else "")
+            + ("  TIGHT: run fewer at once (launcher.num_cpus=N)" if at_once > 0.8 * machine else "")
         )
     if not cfg.launcher.gpus_per_trial and first.train.device != "cuda":
         # CPU trials: a GPU's memory plan and TFLOP/s estimate do not apply

@@ -257,7 +257,8 @@ def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
                 raise SweepStopped(
                     f"Ray's memory monitor killed a trial ({oom}) and Tune stopped the sweep. Finished trials are "
                     "kept; the ones that were running are 'not run' and rerun with the same command. Run fewer "
-                    "trials at once (launcher.cpus_per_trial=2 gives each trial 2 CPUs) or make each smaller "
+                    "trials at once (launcher.num_cpus=N keeps this run; launcher.cpus_per_trial=2 gives each trial "
+                    "2 threads, a new run) or make each smaller "
                     "(K, train.prompts_per_step); each finished trial's peak is peak_rss_mb in its status.json"
                 ) from None
         if ctrl_c.requested:

@@ -32,7 +32,7 @@ def test_a_trial_killed_by_rays_memory_monitor_stops_the_sweep_in_one_line(tmp_p
     assert r.returncode == 1, r.stderr[-3000:]
     err = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert len(err) == 1 and "Ray's memory monitor killed a trial (node " in err[0], r.stderr[-3000:]
-    assert "rerun with the same command" in err[0] and "launcher.cpus_per_trial=2" in err[0]
+    assert "rerun with the same command" in err[0] and "launcher.num_cpus=N keeps this run" in err[0]
     assert "Traceback" not in r.stderr
     statuses = [json.loads(p.read_text()) for p in tmp_path.glob("runs/smoke/*/*/seed=0/status.json")]
     assert statuses and all(s["status"] in ("interrupted", "done") for s in statuses), statuses

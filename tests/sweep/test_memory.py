@@ -195,4 +195,4 @@ def test_dry_run_warns_when_measured_peaks_of_trials_at_once_crowd_the_machine(t
     monkeypatch.setattr(plan_mod, "_machine_gb", lambda: 24.0)
     text = plan_mod.describe(plan, cfg, None, run)
     assert "measured peak memory per trial up to 20.0 GB (2 finished): ~40.0 GB for 2 at once" in text
-    assert "TIGHT: run fewer at once (launcher.cpus_per_trial=2)" in text
+    assert "TIGHT: run fewer at once (launcher.num_cpus=N)" in text
