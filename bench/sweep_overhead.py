@@ -73,7 +73,8 @@ def run(trials: int = 16, steps: int = 40) -> dict:
 
     tmp = Path(tempfile.mkdtemp(prefix="ablate-bench-"))
     n_var = trials // 2
-    variants = "\n".join(f"  v{i}: [algo.entropy.coef={0.001 * i}]" for i in range(1, n_var))
+    # distinct from the baseline's 0.003 (a variant equal to the baseline is refused)
+    variants = "\n".join(f"  v{i}: [algo.entropy.coef={0.0011 * i:.4f}]" for i in range(1, n_var))
     (tmp / "sweep").mkdir()
     (tmp / "sweep" / "bench_overhead.yaml").write_text(SWEEP.format(steps=steps, variants=variants))
     env = {
