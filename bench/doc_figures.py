@@ -217,11 +217,19 @@ def bench() -> str:
             )
         )
     head, *body = rows
+    if not body:
+        return NOT_MEASURED.format("the timing benchmarks")
     return "\n".join([f"| {head[0]} | {head[1]} |", "|---|---|", *(f"| {a} | {c} |" for a, c in body)])
 
 
+NOT_MEASURED = "(not in the `make bench` run these figures come from: {}; `make bench` measures it)"
+
+
 def startup() -> str:
-    t = _json("bench.json")["sweep"]["timeline"]
+    b = _json("bench.json")
+    if "sweep" not in b:
+        return NOT_MEASURED.format("the sweep benchmark")
+    t = b["sweep"]["timeline"]
     return "\n".join(
         ["| event | s after launch |", "|---|---|", *(f"| {e} | {s:.2f} |" for e, s in t.items())]
     )
@@ -297,7 +305,7 @@ def calibration() -> str:
     lines = [
         f"| scenario (5 seeds unless said; `make bench`, {_when(b)}) | measured | nominal | simulated sweeps |",
         "|---|---|---|---|",
-        *(f"| {s} | {m} | {n} | {r} |" for s, m, n, r in rows),
+        *(f"| {s.replace('|', '&#124;')} | {m} | {n} | {r} |" for s, m, n, r in rows),
     ]
     if "adaptive" in b:
         ad = b["adaptive"]
