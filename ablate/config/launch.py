@@ -7,6 +7,7 @@ here with one line instead of inside a Ray worker.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from pathlib import Path
@@ -147,6 +148,7 @@ def check_runs_here(cfg) -> None:
         _check_hub_dataset(t.path)
 
 
+@functools.cache  # a sweep checks every variant: one lookup per name (failures raise, so are not kept)
 def _check_hub_model(name: str) -> None:
     """A hub model id must load here (the local Hugging Face cache, or the network): found before launch in
     one line, not after two retries of every trial waiting on the Hub."""
@@ -173,6 +175,7 @@ def _check_hub_model(name: str) -> None:
         _fail("model.name", name, "no such model on the Hugging Face Hub (no config.json); check the id")
 
 
+@functools.cache
 def _check_hub_dataset(path: str) -> None:
     """A hub name must load here (the network, or the local datasets cache): found before launch, not as a
     ConnectionError traceback inside the first trial."""

@@ -63,6 +63,12 @@ def _versions() -> dict[str, str]:
     return versions
 
 
+@functools.cache
+def _pins() -> dict[str, str] | None:
+    """The lock's pins, read once per process like the versions (None: no lock next to this install)."""
+    return lock.read_lock() if lock.LOCK_FILE.exists() else None
+
+
 def manifest(plan: dict, trials: pd.DataFrame) -> dict:
     versions = dict(_versions())
     hashes = (
@@ -77,8 +83,8 @@ def manifest(plan: dict, trials: pd.DataFrame) -> dict:
         "git_commit": _git_commit(),
         "python": platform.python_version(),
         "packages": versions,
-        "lock": lock.LOCK_FILE.name if lock.LOCK_FILE.exists() else None,
-        "off_lock": lock.lock_differences(versions, lock.read_lock()) if lock.LOCK_FILE.exists() else [],
+        "lock": lock.LOCK_FILE.name if _pins() is not None else None,
+        "off_lock": lock.lock_differences(versions, _pins()) if _pins() is not None else [],
         "cpu_kernels": sorted(set(trials["cpu_kernels"].dropna())) if "cpu_kernels" in trials else [],
         "config_hashes": hashes,
     }
@@ -262,6 +268,14 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
     return blocks
 
 
+def _interval_cells(est, low, high) -> list[str]:
+    """'+0.062 [+0.010, +0.114]', or the estimate alone where there is no interval (fewer than 2 pairs)."""
+    return [
+        f"{e:+.3f}" + ("" if pd.isna(lo) else f" [{lo:+.3f}, {hi:+.3f}]")
+        for e, lo, hi in zip(est, low, high, strict=True)
+    ]
+
+
 def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
     level = f"{claims.ci_level.iloc[0]:.2%}".rstrip("0").rstrip(".") if len(claims) else ""
     return pd.DataFrame(
@@ -269,10 +283,7 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
             "claim": claims.claim,
             "source": [f"{s}: {w}" if w else s for s, w in zip(claims.source, claims.says, strict=True)],
             "n pairs": claims.n_pairs.astype(int).astype(str),
-            f"estimate [{level} CI]": [
-                f"{e:+.3f}" + ("" if pd.isna(lo) else f" [{lo:+.3f}, {hi:+.3f}]")
-                for e, lo, hi in zip(claims.estimate, claims.ci_low, claims.ci_high, strict=True)
-            ],
+            f"estimate [{level} CI]": _interval_cells(claims.estimate, claims.ci_low, claims.ci_high),
             "verdict": claims.verdict,
         }
     )
@@ -285,10 +296,7 @@ def trend_display(trends: pd.DataFrame) -> pd.DataFrame:
             "level": trends.level,
             "n pairs": trends.n_pairs.astype(int).astype(str),
             "mean": trends["mean"].map(lambda m: f"{m:.3f}"),
-            "Δ vs first level [CI]": [
-                f"{d:+.3f}" + ("" if pd.isna(lo) else f" [{lo:+.3f}, {hi:+.3f}]")
-                for d, lo, hi in zip(trends.delta, trends.ci_low, trends.ci_high, strict=True)
-            ],
+            "Δ vs first level [CI]": _interval_cells(trends.delta, trends.ci_low, trends.ci_high),
             "best": [
                 "best" if b else ("could be best" if p else "")
                 for b, p in zip(trends.best, trends.possibly_best, strict=True)
