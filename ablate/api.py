@@ -30,6 +30,9 @@ class Run:
     table: Any = field(repr=False)  # pd.DataFrame: the verdict table, as in table.csv
     claims: Any = field(repr=False, default=None)  # pd.DataFrame: the sweep's claims, as in claims.csv
     trend: Any = field(repr=False, default=None)  # pd.DataFrame: each trend claim's levels, as in trend.csv
+    # a task sweep (sweep.tasks): each task's table (tasks.csv) and the task x variant reading (heterogeneity.csv)
+    tasks: Any = field(repr=False, default=None)
+    heterogeneity: Any = field(repr=False, default=None)
 
     def __repr__(self) -> str:
         return (
@@ -40,12 +43,16 @@ class Run:
 
 def load_run(path: str | Path) -> Run:
     """Read runs/<sweep>/<run_id>: ``run.metrics``, ``run.trials``, ``run.table``, ``run.claims``, ``run.trend``
-    (DataFrames; the last two empty when the sweep states no claims), ``run.plan``.
+    (DataFrames; the last two empty when the sweep states no claims), ``run.plan``. A task sweep adds
+    ``run.tasks`` and ``run.heterogeneity``; its ``run.table`` is the pooled one and ``run.trials`` has a
+    ``task`` column (variants named without their task).
 
     ``run.trials`` has, besides each trial's summaries (``final``, ``auc``, ``best``, cost, ...), one column
     per key any variant overrides (``kl``, ``algo.entropy.coef``), holding the value the trial ran with: the
     variant's override, else the baseline's value. Raises ValueError when ``path`` is not a run directory.
     """
+    import pandas as pd
+
     from ablate.stats.run_table import table_for_run
 
     path = Path(path)
@@ -54,17 +61,23 @@ def load_run(path: str | Path) -> Run:
     metrics = rt.metrics
     if len(metrics):
         metrics = metrics[metrics.variant.isin(set(plan["variants"]))].reset_index(drop=True)
-    trials = rt.summaries
+    trials = rt.task_summaries if rt.tasks else rt.summaries
     extra = [c for c in ("config_hash", "attempts", "note", "error") if c in rt.trials]
     if len(trials) and extra:
         trials = trials.merge(rt.trials[["variant", "seed", *extra]], on=["variant", "seed"], how="left")
-    factors = factor_values(path, plan)
+    if rt.tasks and len(trials):
+        from ablate.stats.tasks import split
+
+        names = [split(v) for v in trials.variant]
+        trials = trials.assign(variant=[v for v, _ in names], task=[t for _, t in names])
+    factors = factor_values(path, rt.plan)
     for key in {k: None for vals in factors.values() for k in vals}:
         trials[key] = [factors.get(v, {}).get(key) for v in trials.variant] if len(trials) else []
     from ablate.stats.claims import claims_for
     from ablate.stats.trend import trends_for
 
-    return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table, claims_for(rt), trends_for(rt))
+    return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table, claims_for(rt), trends_for(rt),
+               rt.by_task if rt.tasks else pd.DataFrame(), rt.heterogeneity if rt.tasks else pd.DataFrame())  # fmt: skip
 
 
 # ---- factor columns -----------------------------------------------------------------------------------------

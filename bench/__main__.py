@@ -88,6 +88,13 @@ def main() -> None:
     )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="K=8, 1 thread, 1 round")
+    ap.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="only these calibration scenarios (ablate.stats.calibrate.run_all's names)",
+    )
     ap.add_argument("--calibration-scale", type=float, default=0.6,
                     help="multiplies the calibration scenarios' simulated sweeps (1.0: 1000 for the A/A test)")  # fmt: skip
     args = ap.parse_args()
@@ -186,7 +193,7 @@ def main() -> None:
     if "calibration" in args.only:
         from ablate.stats.calibrate import run_all
 
-        results["calibration"] = c = run_all(0.2 if args.quick else args.calibration_scale)
+        results["calibration"] = c = run_all(0.2 if args.quick else args.calibration_scale, args.scenarios)
         print("\n== calibration through `python -m ablate report` on simulated stores with known truth")
         for name, r in c.items():
             print(

@@ -67,9 +67,17 @@ def publish_run(run: Path, name: str) -> None:
     r = ablate.load_run(run)
     FIGURES.mkdir(parents=True, exist_ok=True)
     table_for_run(run).table.to_csv(FIGURES / f"{name}_table.csv", index=False)
+    if len(r.tasks):  # a task sweep: its per-task rows, the interaction readings and the claims
+        r.tasks.to_csv(FIGURES / f"{name}_tasks.csv", index=False)
+        r.heterogeneity.to_csv(FIGURES / f"{name}_heterogeneity.csv", index=False)
+        r.claims.to_csv(FIGURES / f"{name}_claims.csv", index=False)
+        (FIGURES / f"{name}_run.txt").write_text(
+            f"{run}\n{' '.join(r.plan['spec']['tasks'])}\n{len(r.plan['seeds'])}\n"
+        )
     metric = r.plan["spec"]["metric"]
-    evals = r.metrics[r.metrics[metric].notna()][["variant", "seed", "step", metric]]
-    evals.to_csv(FIGURES / f"{name}_evals.csv", index=False)
+    if not len(r.tasks):  # (a task sweep's docs show its tables, not its hundreds of curves)
+        evals = r.metrics[r.metrics[metric].notna()][["variant", "seed", "step", metric]]
+        evals.to_csv(FIGURES / f"{name}_evals.csv", index=False)
     for line in update():
         print(f"docs: rewrote {line}")
 
@@ -99,6 +107,28 @@ def real_cpu() -> str:
     out["wall s/trial"] = [f"{x:.0f}" for x in t["trial_seconds"]]
     out["peak RSS"] = [f"{x / 1024:.1f} GB" for x in t["peak_rss_mb"]]
     return _md(out.fillna(""))
+
+
+def tasks_matrix() -> str:
+    """technique_matrix on three embedded tasks at 5 seeds: the report's Tasks table and its claims."""
+    import pandas as pd
+
+    from ablate.report.render import claims_display, tasks_display
+
+    run, tasks, seeds = (FIGURES / "tasks_matrix_run.txt").read_text().split("\n")[:3]
+    tasks = tasks.split()
+    table = pd.read_csv(FIGURES / "tasks_matrix_table.csv")
+    by_task = pd.read_csv(FIGURES / "tasks_matrix_tasks.csv")
+    het = pd.read_csv(FIGURES / "tasks_matrix_heterogeneity.csv")
+    claims = pd.read_csv(FIGURES / "tasks_matrix_claims.csv", keep_default_na=True).fillna(
+        {"says": "", "why": ""}
+    )
+    return "\n\n".join([
+        f"Run `{run}` ({seeds} seeds, {len(table) - 1} variants x {len(tasks)} tasks), its report's Tasks section:",
+        _md(tasks_display(table, by_task, het, tasks)),
+        "and its Claims section:",
+        _md(claims_display(claims)),
+    ])  # fmt: skip
 
 
 # ---------------------------------------------------------------- the planner
@@ -302,6 +332,18 @@ def calibration() -> str:
             (f"true claim `{k}` (sesoi {ct['sesoi']:g}): called supported", f"{v:.1%}", "", ct["reps"])
             for k, v in ct["supported"].items()
         ]
+    if "tasks" in c:
+        t = c["tasks"]
+        rows += [
+            ("3 tasks with unequal noise: a variant with no average effect (none, or +/−0.08 across tasks) called in "
+             "the pooled table", f"{t['pooled_false']:.1%}", "<= 5%", t["reps"]),
+            ("same: a per-task row with no effect called, over all tasks' rows", f"{t['per_task_false']:.1%}",
+             "<= 5%", t["reps"]),
+            ("same: an effect equal on every task (0 or 0.05) read as 'depends on the task'",
+             f"{t['depends_false']:.1%}", "<= 5%", t["reps"]),
+            ("same: pooled effect 0.05 found; effect +0.08 / 0 / −0.08 read as depending on the task",
+             f"{t['pooled_power']:.1%}; {t['depends_power']:.1%}", "", t["reps"]),
+        ]  # fmt: skip
     lines = [
         f"| scenario (5 seeds unless said; `make bench`, {_when(b)}) | measured | nominal | simulated sweeps |",
         "|---|---|---|---|",
@@ -380,6 +422,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "main_job": main_job,
     "real_cpu": real_cpu,
     "real_cpu_evals": real_cpu_evals,
+    "tasks_matrix": tasks_matrix,
     "planner": planner,
     "bench": bench,
     "startup": startup,
@@ -413,7 +456,7 @@ def render(text: str, cache: dict[str, str | None]) -> str:
 def missing() -> list[str]:
     """The source files a figure needs that are not there."""
     need = {"main_job": "main_job_table.csv", "real_cpu": "real_cpu_table.csv", "bench": "bench.json",
-            "real_cpu_evals": "real_cpu_evals.csv",
+            "real_cpu_evals": "real_cpu_evals.csv", "tasks_matrix": "tasks_matrix_run.txt",
             "startup": "bench.json", "calibration": "bench.json", "real_model": "real_model.json"}  # fmt: skip
     return sorted({f"docs/figures/{f}" for f in need.values() if not (FIGURES / f).exists()})
 

@@ -10,7 +10,9 @@ from ablate.config.schema import ConfigError
 FORMS = ("helps", "hurts", "equivalent", "negligible", "greater", "exceeds_all", "trend", "share")
 SHAPES = ("increasing", "decreasing", "concave")
 
-EXTRA = ("source", "says")  # where a claim comes from (e.g. "Paper 3, Sec. 4"), and its words
+EXTRA = ("source", "says", "task")  # where a claim comes from (e.g. "Paper 3, Sec. 4"), its words, and the
+# task it is about (`task: reverse_format`): decided from that task's arms of a task sweep (sweep.tasks), not
+# tested in a sweep that does not run the task
 
 
 def validate_claims(
@@ -25,7 +27,7 @@ def validate_claims(
         if not isinstance(c, dict):
             raise ConfigError(f"{at}={c!r}: a mapping with one form: {', '.join(FORMS)}")
         forms = [k for k in c if k in FORMS]
-        unknown = [k for k in c if k not in FORMS and k not in EXTRA]
+        unknown = [str(k) for k in c if k not in FORMS and k not in EXTRA]  # (YAML reads a bare on: as True)
         if unknown:
             near = difflib.get_close_matches(unknown[0], [*FORMS, *EXTRA], n=1)
             hint = f"; did you mean {near[0]}?" if near else ""
@@ -37,10 +39,22 @@ def validate_claims(
                 f"{at}: exactly one form per claim, got {forms or 'none'}; forms: {', '.join(FORMS)}"
             )
         form = forms[0]
+        if "task" in c:
+            _check_on(f"{at}.task", c["task"], form)
         if form == "share":
             _check_share(f"{at}.share", c[form], list(axes))
         else:
             _check_arg(f"{at}.{form}", form, c[form], variants, baseline, sesoi)
+
+
+def _check_on(at: str, task: Any, form: str) -> None:
+    from ablate.compose import group_options
+
+    tasks = group_options("task")
+    if form == "share":
+        raise ConfigError(f"{at}: a share claim reads a factorial sweep, which runs one task; drop task")
+    if not isinstance(task, str) or task not in tasks:
+        raise ConfigError(f"{at}={task!r}: a task option; allowed: {', '.join(tasks)}")
 
 
 def _check_share(at: str, arg: Any, axes: list[str]) -> None:
@@ -110,8 +124,11 @@ def _check_arg(at: str, form: str, arg: Any, variants: list[str], baseline: str,
         )
 
 
-def claim_lines(claims: list[dict], baseline: str, sesoi: float | None) -> list[str]:
-    """One line per sweep-file claim, with its source: for dry runs (no statistics imported)."""
+def claim_lines(
+    claims: list[dict], baseline: str, sesoi: float | None, tasks: list[str] | None = None
+) -> list[str]:
+    """One line per sweep-file claim, with its source: for dry runs (no statistics imported). With ``tasks``
+    (the tasks the run runs), a claim about another task says it will not be tested."""
     out = []
     for c in claims:
         form = next(k for k in c if k in FORMS)
@@ -130,6 +147,10 @@ def claim_lines(claims: list[dict], baseline: str, sesoi: float | None) -> list[
             text = f"{', '.join(arg['factors'])} explain >= {arg['at_least']:.0%} of the variation"
         else:
             text = f"{arg['shape']} over {', '.join(arg['levels'])}"
+        if c.get("task"):
+            text += f" on {c['task']}"
+            if tasks is not None and c["task"] not in tasks:
+                text += " (not tested: the run has no such task)"
         source = ": ".join(x for x in (str(c.get("source", "")), str(c.get("says", ""))) if x)
         out.append(text + (f"  [{source}]" if source else ""))
     return out

@@ -15,3 +15,23 @@ UNHASHED = {
     ),
     "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
 }
+
+# Keys added after stores existed: hashed only when set away from their default (the schema's, in
+# ablate.config.schema), so every earlier trial keeps its hash and its finished result in the store.
+HASHED_WHEN_SET = {
+    "task": {"modules": ["arithmetic__add_or_sub"], "difficulty": [0.0, 0.1], "format_noise": 0.0},
+    "model": {"autocast": "none"},
+    "algo": {"ratio_level": "token", "dual_clip": 0.0, "tis_cap": 0.0, "entropy_mask_top": 1.0,
+             "overlong_buffer": 0, "overlong_penalty": 1.0},  # fmt: skip
+}
+# ... and those of them added after warm starts were cached (a warm start's key hashes the whole task).
+WARMSTART_WHEN_SET = {"task": ("format_noise",)}
+
+
+def drop_unset(section: str, node: dict, keys=None) -> dict:
+    """``node`` without the HASHED_WHEN_SET keys (or only ``keys`` of them) that hold their default."""
+    defaults = HASHED_WHEN_SET.get(section, {})
+    for k in defaults if keys is None else keys:
+        if k in node and node[k] == defaults[k]:
+            node = {kk: v for kk, v in node.items() if kk != k}
+    return node

@@ -13,12 +13,13 @@ import pandas as pd
 
 from ablate.report import lock, plots
 from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table, to_html, to_markdown
-from ablate.report.display import display_table, loss_notes, matched_table, notes, shared_level
+from ablate.report.display import delta_cell, display_table, loss_notes, matched_table, notes, shared_level
 from ablate.report.run_info import describe_run, header_text, trial_config
 from ablate.stats.anova import BLOCK, factorial_anova
 from ablate.stats.health import health_table, refuted_settings
 from ablate.stats.latex import to_latex
 from ablate.stats.run_table import table_for_run
+from ablate.stats.tasks import pooled_metrics
 
 PACKAGES = (
     "torch",
@@ -107,7 +108,7 @@ def build(run: Path) -> dict:
         refuted_settings(rt.table, plan["variants"]),
     )
     if len(health):  # plan order, not alphabetical
-        order = {v: i for i, v in enumerate(plan["variants"])}
+        order = {v: i for i, v in enumerate(plan.get("trial_variants", plan["variants"]))}
         health = health.sort_values("variant", key=lambda s: s.map(order), kind="stable")
     from ablate.stats.claims import claims_for
     from ablate.stats.trend import trends_for
@@ -124,7 +125,19 @@ def build(run: Path) -> dict:
         "table": rt.table,
         "anova": anova,
         "health": health,
-        "run_info": describe_run(run, plan, rt.trials),
+        "run_info": describe_run(
+            run,
+            {
+                **plan,
+                "variants": plan.get("trial_variants", plan["variants"]),
+                "baseline": rt.trials_baseline,
+            },
+            rt.trials,
+        ),
+        "tasks": rt.tasks,
+        "by_task": rt.by_task,
+        "heterogeneity": rt.heterogeneity,
+        "curve_metrics": pooled_metrics(metrics, rt.spec["metric"]) if rt.tasks else metrics,
     }
 
 
@@ -210,6 +223,17 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
         if figs.get("trend"):
             blocks.append(Figure(figs["trend"], "Δ against each trend's first level, with its interval; circled: "
                                                  "the levels that could be best."))  # fmt: skip
+    if r["tasks"]:
+        blocks += [
+            Heading("Tasks"),
+            Para(
+                f"Each variant against the baseline on each of the {len(r['tasks'])} tasks, and pooled over them "
+                "(the verdict the ablation table below shows); whether the effect depends on the task: the "
+                "task × variant interaction, with I². How each number is made: Method. tasks.csv and "
+                "heterogeneity.csv hold every column."
+            ),
+            Table(tasks_display(table, r["by_task"], r["heterogeneity"], r["tasks"])),
+        ]
     blocks += [Note(n) for n in notes(table) + loss_notes(r["trials"])]
     conflicts = plots.forest_conflicts(plots.forest_rows(table))
     if conflicts:
@@ -220,7 +244,7 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
     if len(claims):
         from ablate.stats.claims import method_sentence
 
-        method = f"{method} {method_sentence(claims, stats.alpha)}".strip()
+        method = f"{method} {method_sentence(claims, stats.alpha, bool(r['tasks']))}".strip()
     if len(r["anova"]):
         method = f"{method} Factorial effects: {anova_text(r['anova'], r['stats'])}".strip()
     blocks += [Heading("Method"), Para(method or "(no method description was recorded)", verbatim=True)]
@@ -276,15 +300,60 @@ def _interval_cells(est, low, high) -> list[str]:
     ]
 
 
+def _verdict_cells(frame: pd.DataFrame, with_level: bool) -> list[str]:
+    return [
+        "–" if pd.isna(r.verdict) else f"{delta_cell(r, with_level)} {r.verdict}"
+        for r in frame.itertuples(index=False)
+    ]
+
+
+def tasks_display(
+    table: pd.DataFrame, by_task: pd.DataFrame, het: pd.DataFrame, tasks: list[str]
+) -> pd.DataFrame:
+    """One row per variant: pooled Δ [CI] verdict, each task's, I², the interaction's p adj and the reading."""
+    rows = table[table.verdict != "baseline"].set_index("variant")
+
+    def head(name, level):
+        return f"{name} Δ [{level} CI]" if level else f"{name} Δ [CI]"
+
+    pooled_level, task_level = shared_level(table), shared_level(by_task)
+    out = pd.DataFrame({"variant": rows.index})
+    out[head("pooled", pooled_level)] = _verdict_cells(rows.reset_index(), pooled_level is None)
+    for t in tasks:
+        sub = (
+            by_task[(by_task.task == t) & (by_task.verdict != "baseline")]
+            .set_index("variant")
+            .reindex(rows.index)
+        )
+        out[head(t, task_level)] = _verdict_cells(sub.reset_index(), task_level is None)
+    h = het.set_index("variant").reindex(rows.index)
+    out["I²"] = [("–" if pd.isna(x) else f"{x:.0%}") for x in h.I2]
+    out["interaction p adj"] = [
+        ("–" if pd.isna(x) else "<0.001" if x < 0.001 else f"{x:.3f}") for x in h.p_adj
+    ]
+    out["reading"] = h.reading.fillna("–").to_list()
+    return out
+
+
 def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
-    level = f"{claims.ci_level.iloc[0]:.2%}".rstrip("0").rstrip(".") if len(claims) else ""
+    levels = claims.ci_level.dropna()
+    level = f"{levels.iloc[0]:.2%}".rstrip("0").rstrip(".") if len(levels) else ""
+    untested = claims.verdict == "not tested"
+    why = claims.get("why", pd.Series("", index=claims.index)).fillna("")
     return pd.DataFrame(
         {
             "claim": claims.claim,
             "source": [f"{s}: {w}" if w else s for s, w in zip(claims.source, claims.says, strict=True)],
-            "n pairs": claims.n_pairs.astype(int).astype(str),
-            f"estimate [{level} CI]": _interval_cells(claims.estimate, claims.ci_low, claims.ci_high),
-            "verdict": claims.verdict,
+            "n pairs": ["–" if u else str(int(n)) for u, n in zip(untested, claims.n_pairs, strict=True)],
+            f"estimate [{level} CI]": [
+                "–" if u else cell
+                for u, cell in zip(
+                    untested, _interval_cells(claims.estimate, claims.ci_low, claims.ci_high), strict=True
+                )
+            ],
+            "verdict": [
+                f"not tested: {w}" if u else v for u, v, w in zip(untested, claims.verdict, why, strict=True)
+            ],
         }
     )
 
@@ -374,10 +443,15 @@ def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool =
         r["claims"].to_csv(out / "claims.csv", index=False)
     if len(r["trend"]):
         r["trend"].to_csv(out / "trend.csv", index=False)
+    if r["tasks"]:
+        r["by_task"].to_csv(out / "tasks.csv", index=False)
+        r["heterogeneity"].to_csv(out / "heterogeneity.csv", index=False)
     variants = list(plan["variants"])
     figs = (
         {
-            "curves": plots.learning_curves(r["metrics"], spec["metric"], plan["baseline"], variants, out),
+            "curves": plots.learning_curves(
+                r["curve_metrics"], spec["metric"], plan["baseline"], variants, out
+            ),
             "forest": plots.forest(table, spec["metric"], out),
             "seeds": plots.seed_dots(r["summaries"], variants, plan["baseline"], out),
             **({"trend": plots.trend(r["trend"], spec["metric"], out)} if len(r["trend"]) else {}),
@@ -388,7 +462,7 @@ def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool =
     man = manifest(plan, r["trials"])
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     drawn, left_out = plots.panel_variants(
-        variants, plan["baseline"], plots.curve_variants(r["metrics"], spec["metric"])
+        variants, plan["baseline"], plots.curve_variants(r["curve_metrics"], spec["metric"])
     )
     curves_note = (
         f"Learning curves: {len(drawn)} of {len(drawn) + len(left_out)} variants drawn (plan order); "

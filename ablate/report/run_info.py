@@ -65,6 +65,7 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
         "seeds_used": sorted({int(s) for s in finished.seed}) if len(finished) else [],
         "preset": _preset(list(status.get("overrides", []))),
         "config_found": cfg is not None,
+        "tasks": list((plan.get("spec") or {}).get("tasks") or []),
     }
     if cfg is None:
         return info
@@ -113,7 +114,9 @@ def header_text(info: dict) -> str:
     model = f"`{info['model']}`" + (f" ({info['model_detail']})" if "model_detail" in info else "")
     parts = [
         f"model {model}",
-        f"task `{info['task']}`",
+        f"tasks {', '.join(f'`{t}`' for t in info['tasks'])}"
+        if info.get("tasks")
+        else f"task `{info['task']}`",
         f"{info['steps']} RL steps × {info['prompts_per_step']} prompts per step × K = {info['k']}",
         f"preset `{info['preset']}`" if info["preset"] else "no preset",
         seeds,

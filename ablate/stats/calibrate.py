@@ -138,22 +138,28 @@ def diverged_baseline_seed(reps: int, seeds: int = 6, effect_dz: float = 1.6) ->
     }
 
 
-def run_all(scale: float = 1.0) -> dict:
-    """Every scenario; ``scale`` multiplies the replications (the tests use less, the benchmark more)."""
+def run_all(scale: float = 1.0, only: list[str] | None = None) -> dict:
+    """Every scenario (or those named in ``only``); ``scale`` multiplies the replications (the tests use less,
+    the benchmark more)."""
     n = lambda x: max(20, int(x * scale))  # noqa: E731
-    return {
-        "a_a_normal": one_comparison(n(1000)),
-        "coverage_bounded": one_comparison(n(500), "bounded", 0.04),
-        "coverage_heavy": one_comparison(n(500), "heavy", 0.04),
-        "family_wise_10_nulls": family_wise(n(300)),
-        "false_equivalence_at_margin": false_equivalence(n(300)),
-        "power_at_printed_mde": power_at_printed_mde(n(300)),
-        "diverged_baseline_seed": diverged_baseline_seed(n(300)),
-        "factorial_null": factorial_seed_block(n(300)),
-        "factorial_power": factorial_seed_block(n(300), effect=0.05),
-        "claims_false": claims(n(300)),
-        "claims_true": claims(n(300), "true"),
+    scenarios = {
+        "a_a_normal": lambda: one_comparison(n(1000)),
+        "coverage_bounded": lambda: one_comparison(n(500), "bounded", 0.04),
+        "coverage_heavy": lambda: one_comparison(n(500), "heavy", 0.04),
+        "family_wise_10_nulls": lambda: family_wise(n(300)),
+        "false_equivalence_at_margin": lambda: false_equivalence(n(300)),
+        "power_at_printed_mde": lambda: power_at_printed_mde(n(300)),
+        "diverged_baseline_seed": lambda: diverged_baseline_seed(n(300)),
+        "factorial_null": lambda: factorial_seed_block(n(300)),
+        "factorial_power": lambda: factorial_seed_block(n(300), effect=0.05),
+        "claims_false": lambda: claims(n(300)),
+        "claims_true": lambda: claims(n(300), "true"),
+        "tasks": lambda: tasks(n(500)),
     }
+    unknown = sorted(set(only or []) - set(scenarios))
+    if unknown:
+        raise ValueError(f"calibration scenarios {unknown}: known: {', '.join(scenarios)}")
+    return {name: run() for name, run in scenarios.items() if only is None or name in only}
 
 
 FACTORIAL = {"a0_b0": {"a": "a0", "b": "b0"}, "a0_b1": {"a": "a0", "b": "b1"},
@@ -255,4 +261,53 @@ def claims(reps: int, truth: str = "false", seeds: int = 5, sesoi: float | None 
         "sesoi": sesoi,
         "any_supported": any_supported / reps,
         "supported": {k: v / reps for k, v in by_claim.items()},
+    }
+
+
+TASKS = ["a", "b", "c"]
+TASK_SD = {
+    "a": 0.02,
+    "b": 0.03,
+    "c": 0.05,
+}  # unequal noise across tasks: what the interaction test must survive
+# per task: a variant with no effect (flat), one with the same effect on every task, one whose effect changes sign (mean 0)
+TASK_EFFECTS = {"flat": (0.0, 0.0, 0.0), "same": (0.05, 0.05, 0.05), "opposite": (0.08, 0.0, -0.08)}
+
+
+def tasks(reps: int, seeds: int = 5) -> dict:
+    """A task sweep over three tasks with unequal noise, read from table.csv, tasks.csv and heterogeneity.csv of
+    ``python -m ablate report``: how often a pooled row with no average effect (flat, opposite) is called, a
+    per-task row with no effect is called (family-wise over all tasks), an effect that is the same on every
+    task (flat, same) is read as depending on the task; the power for the pooled 'same' and the interaction of
+    'opposite'."""
+    effects = {f"baseline@{t}": 0.0 for t in TASKS}
+    for v, per in TASK_EFFECTS.items():
+        effects |= {f"{v}@{t}": e for t, e in zip(TASKS, per, strict=True)}
+    hits = dict.fromkeys(
+        ["pooled_false", "per_task_false", "depends_false", "pooled_power", "depends_power"], 0
+    )
+    with tempfile.TemporaryDirectory(prefix="ablate-calibrate-") as tmp:
+        base = Path(tmp)
+        for r in range(reps):
+            run = simulated_run(
+                base / "runs", effects, seeds, steps=10, eval_every=2, minimal=True, seed=r, run_id=f"t{r}",
+                trial_sd=TRIAL_SD, tasks=TASKS, task_trial_sd=TASK_SD,
+            )  # fmt: skip
+            table = reported(run, base / "reports").set_index("variant")
+            out = base / "reports" / "sim" / f"t{r}"
+            by_task = pd.read_csv(out / "tasks.csv")
+            check_one_inference(by_task)
+            het = pd.read_csv(out / "heterogeneity.csv").set_index("variant")
+            called = table.verdict.isin(["helps", "hurts"])
+            hits["pooled_false"] += bool(called[["flat", "opposite"]].any())
+            hits["pooled_power"] += bool(table.verdict["same"] == "helps")
+            null_rows = by_task[
+                (by_task.variant == "flat") | ((by_task.variant == "opposite") & (by_task.task == "b"))
+            ]
+            hits["per_task_false"] += bool(null_rows.verdict.isin(["helps", "hurts"]).any())
+            depends = het.reading == "depends on the task"
+            hits["depends_false"] += bool(depends[["flat", "same"]].any())
+            hits["depends_power"] += bool(depends["opposite"])
+    return {"reps": reps, "seeds": seeds, "task_sd": TASK_SD, "effects": TASK_EFFECTS} | {
+        k: v / reps for k, v in hits.items()
     }

@@ -44,7 +44,8 @@ def expand(claims: list[dict]) -> list[dict]:
     for c in claims:
         form = next(k for k in c if k in FORMS)
         arg = c[form]
-        base = {"form": form, "source": str(c.get("source", "")), "says": str(c.get("says", ""))}
+        base = {"form": form, "source": str(c.get("source", "")), "says": str(c.get("says", "")),
+                "on": str(c.get("task") or "")}  # fmt: skip
         if form == "negligible":
             out += [{**base, "variants": [v]} for v in arg]
         elif form in ("helps", "hurts", "equivalent"):
@@ -67,6 +68,11 @@ def named_variants(claim: dict) -> list[str]:
 
 
 def label(c: dict, baseline: str, sesoi: float | None) -> str:
+    text = _label(c, baseline, sesoi)
+    return f"{text} on {c['on']}" if c.get("on") else text
+
+
+def _label(c: dict, baseline: str, sesoi: float | None) -> str:
     v, form = c["variants"], c["form"]
     if form in ("helps", "hurts"):
         return f"{v[0]} {form}"
@@ -179,18 +185,39 @@ def claims_table(
     sesoi: float | None,
     higher_is_better: bool = True,
     factors: dict[str, dict[str, str]] | None = None,
+    tasks: list[str] | None = None,
+    task_summ: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One row per tested claim: claim, form, source, says, n_pairs, estimate, ci_low, ci_high, ci_level,
-    verdict. ``summ``: one row per trial (variant, seed, status, final), as ablate.stats.summary makes it."""
-    tested = expand(claims)
-    if not tested:
+    """One row per claim: claim, form, source, says, n_pairs, estimate, ci_low, ci_high, ci_level, verdict.
+    ``summ``: one row per trial (variant, seed, status, final), as ablate.stats.summary makes it (a task sweep's
+    pooled one); ``task_summ``: a task sweep's trials (<variant>@<task>), for the claims made ``on`` a task.
+    A claim on a task the run did not run is 'not tested' and outside the family."""
+    every = expand(claims)
+    if not every:
         return pd.DataFrame()
-    level = 1 - alpha / len(tested)
+    tasks = list(tasks or [])
+    tested = [c for c in every if not c["on"] or c["on"] in tasks]
+    level = 1 - alpha / max(len(tested), 1)
     sign = 1.0 if higher_is_better else -1.0
-    ok = summ[(summ.status == "done") & summ.final.map(lambda x: math.isfinite(float(x)))]
-    wide = ok.pivot_table(index="seed", columns="variant", values="final", aggfunc="first")
+
+    def wide_of(frame: pd.DataFrame) -> pd.DataFrame:
+        ok = frame[(frame.status == "done") & frame.final.map(lambda x: math.isfinite(float(x)))]
+        return ok.pivot_table(index="seed", columns="variant", values="final", aggfunc="first")
+
+    pooled = wide_of(summ)
+    per_task = wide_of(task_summ) if task_summ is not None and len(task_summ) else pd.DataFrame()
     rows = []
-    for c in tested:
+    for c in every:
+        if c["on"] and c["on"] not in tasks:
+            rows.append({"claim": label(c, baseline, sesoi), "form": c["form"], "source": c["source"], "says": c["says"],
+                         "n_pairs": 0, "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                         "ci_level": math.nan, "verdict": "not tested",
+                         "why": f"the run has no task {c['on']} (run it with sweep.tasks)"})  # fmt: skip
+            continue
+        wide = pooled
+        if c["on"]:  # that task's arms, named as the pooled ones
+            mine = [col for col in per_task.columns if col.endswith(f"@{c['on']}")]
+            wide = per_task[mine].rename(columns=lambda col: col.rpartition("@")[0])
         if c["form"] == "share":
             n, est, lo, hi = _share_claim(summ, factors or {}, c, level)
             verdict = (
@@ -242,11 +269,14 @@ def claims_for(rt) -> pd.DataFrame:
         rt.stats.sesoi,
         rt.spec.get("higher_is_better", True),
         rt.plan.get("factors") or {},
+        rt.tasks,
+        rt.task_summaries,
     )
 
 
-def method_sentence(claims: pd.DataFrame, alpha: float) -> str:
-    m = len(claims)
+def method_sentence(claims: pd.DataFrame, alpha: float, task_sweep: bool = False) -> str:
+    m = int((claims.verdict != "not tested").sum())
+    untested = len(claims) - m
     return (
         f"Claims: each of the sweep's {m} claims is a contrast of final scores computed per seed over the seeds "
         f"finished in every variant it names, with a paired t-interval at {1 - alpha / m:.4g} (Bonferroni over "
@@ -256,4 +286,15 @@ def method_sentence(claims: pd.DataFrame, alpha: float) -> str:
         "an intersection-union test: every component must be supported; the row shows the weakest one. A share claim "
         "reads the share of the seed-adjusted variation its axes explain, with a percentile interval from "
         "resampling seeds (2000 draws)."
+        + (
+            " In a task sweep a claim reads the pooled scores (each seed's mean over the tasks), or, when it names "
+            "a task (task: NAME), that task's arms."
+            if task_sweep
+            else ""
+        )
+        + (
+            f" {untested} claim(s) about a task this run did not run: not tested, outside the family."
+            if untested
+            else ""
+        )
     )

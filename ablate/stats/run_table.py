@@ -3,7 +3,7 @@ seeds=auto loop of the runner all read a run's verdicts through, so the three ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +25,17 @@ class RunTable:
     trials: pd.DataFrame  # the trial records of the plan's variants
     summaries: pd.DataFrame  # one row per trial: status, score, cost
     table: pd.DataFrame  # ablation_table: one row per variant vs the baseline
+    # a task sweep (ablate.stats.tasks): plan/summaries/table above are the pooled view (variants without their
+    # task), trials and metrics keep the trials' own names (<variant>@<task>)
+    tasks: list[str] = field(default_factory=list)
+    by_task: pd.DataFrame = field(default_factory=pd.DataFrame)  # each task's table, a `task` column first
+    heterogeneity: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per variant
+    task_summaries: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per trial (not pooled)
+
+    @property
+    def trials_baseline(self) -> str:
+        """The baseline as the trials are named (a task sweep's: on its first task)."""
+        return self.plan.get("trial_baseline", self.plan["baseline"])
 
 
 def table_for_run(run: str | Path) -> RunTable:
@@ -45,6 +56,9 @@ def table_for_run(run: str | Path) -> RunTable:
         summ = pd.DataFrame(
             columns=["variant", "seed", "status", "diverged", "final", "seconds", "peak_rss_mb", "tokens"]
         )
+    tasks = list(spec.get("tasks") or [])
+    if tasks:
+        return _task_table(plan, spec, stats, metrics, trials, summ, tasks)
     table = ablation_table(
         summ,
         plan["variants"],
@@ -56,3 +70,20 @@ def table_for_run(run: str | Path) -> RunTable:
         sequential=plan.get("sequential"),
     )
     return RunTable(plan, spec, stats, metrics, trials, summ, table)
+
+
+def _task_table(plan, spec, stats, metrics, trials, summ, tasks) -> RunTable:
+    """A task sweep's pooled table, its per-task tables and the heterogeneity readings."""
+    from ablate.stats import tasks as tk
+
+    variants = tk.base_variants(plan["variants"], tasks)
+    baseline = tk.split(plan["baseline"])[0]
+    hib = spec.get("higher_is_better", True)
+    pooled = tk.pooled_summaries(summ, tasks) if len(summ) else summ
+    table = ablation_table(pooled, variants, baseline, stats, hib, expected_seeds=plan["seeds"])
+    table.attrs["method"] += " " + tk.method_sentence(tasks, stats.alpha, stats.correction)
+    by_task = tk.per_task_tables(summ, variants, baseline, tasks, stats, hib, plan["seeds"])
+    het = tk.heterogeneity(summ, variants, baseline, tasks, stats.alpha, stats.correction)
+    view = {**plan, "variants": variants, "baseline": baseline, "trial_variants": plan["variants"],
+            "trial_baseline": plan["baseline"]}  # fmt: skip
+    return RunTable(view, spec, stats, metrics, trials, pooled, table, tasks, by_task, het, summ)

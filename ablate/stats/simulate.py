@@ -48,12 +48,16 @@ def simulated_run(
     minimal: bool = False,
     factors: dict[str, dict[str, str]] | None = None,
     claims: list[dict] | None = None,
+    tasks: list[str] | None = None,
+    task_trial_sd: dict[str, float] | None = None,
 ) -> Path:
     """Writes runs/<sweep>/<run_id>; the first key of ``effects`` is the baseline (effect 0 by convention).
 
     ``minimal`` writes only what the statistics read (evals and token counts): fast enough for thousands.
     ``not_run`` seeds are planned but have no trial folder (an interrupted or unfinished sweep).
     ``factors``: a factorial run's cells (variant -> {axis: level}), as plan.json records them.
+    ``tasks``: a task sweep (variants named <variant>@<task>, ablate.stats.tasks); each (seed, task) then has its
+    own shared offset (a task's warm start differs), and ``task_trial_sd`` may give a task its own trial sd.
     """
     if noise not in NOISES:
         raise ValueError(f"noise={noise!r}: allowed: {', '.join(NOISES)}")
@@ -63,6 +67,8 @@ def simulated_run(
     run.mkdir(parents=True, exist_ok=True)
     variants = {v: ([] if i == 0 else [f"sim.effect={e}"]) for i, (v, e) in enumerate(effects.items())}
     shared = {s: float(rng.normal(0, seed_sd)) for s in seed_list}
+    by_task = {(s, t): float(rng.normal(0, seed_sd)) for t in tasks or [] for s in seed_list}
+    task_trial_sd = task_trial_sd or {}
     diverged, failed, not_run = diverged or {}, failed or {}, not_run or {}
     tokens_per_step = tokens_per_step or {}
     trials = []
@@ -77,7 +83,9 @@ def simulated_run(
             if s in failed.get(v, []):
                 store.write_status(p, status="failed", config_hash=h, error="RuntimeError: simulated")
                 continue
-            level = 0.6 + eff + shared[s] + _trial_offset(rng, noise, trial_sd)
+            task = v.rpartition("@")[2] if tasks else ""
+            offset = by_task[(s, task)] if tasks else shared[s]
+            level = 0.6 + eff + offset + _trial_offset(rng, noise, task_trial_sd.get(task, trial_sd))
             per_step = float(tokens_per_step.get(v, 500.0))
             w = store.MetricsWriter(p.metrics)
             div = s in diverged.get(v, [])
@@ -147,6 +155,7 @@ def simulated_run(
             "description": "simulated",
             "stats": spec_stats,
             "claims": claims or [],
+            **({"tasks": list(tasks)} if tasks else {}),
         },
     ).write(run)
     return run

@@ -68,12 +68,15 @@ def trends_for(rt) -> pd.DataFrame:
 
     seen: dict[tuple, pd.DataFrame] = {}
     for c in expand(rt.spec.get("claims") or []):
-        key = tuple(c["variants"])
-        if c["form"] == "trend" and key not in seen:
-            t = trend_table(
-                rt.summaries, c["variants"], rt.stats.alpha, rt.spec.get("higher_is_better", True)
-            )
-            seen[key] = t.assign(trend=" → ".join(key))
+        key = (*c["variants"], c["on"])
+        if c["form"] != "trend" or key in seen or (c["on"] and c["on"] not in rt.tasks):
+            continue
+        summ = rt.summaries
+        if c["on"]:  # that task's arms, named as the pooled ones
+            summ = rt.task_summaries[rt.task_summaries.variant.str.endswith(f"@{c['on']}")]
+            summ = summ.assign(variant=summ.variant.str.rpartition("@")[0])
+        t = trend_table(summ, c["variants"], rt.stats.alpha, rt.spec.get("higher_is_better", True))
+        seen[key] = t.assign(trend=" → ".join(c["variants"]) + (f" on {c['on']}" if c["on"] else ""))
     if not seen:
         return pd.DataFrame()
     t = pd.concat(seen.values(), ignore_index=True)

@@ -21,8 +21,6 @@ from omegaconf import DictConfig, OmegaConf
 from ablate.compose import Composer, merge_overrides, override_key
 from ablate.config import (
     ConfigError,
-    ModelConfig,
-    TaskConfig,
     check_runs_here,
     parse_seeds,
     validate_auto_seeds,
@@ -31,7 +29,7 @@ from ablate.config import (
     validate_trial,
 )
 from ablate.config.claims import validate_claims
-from ablate.config.unhashed import UNHASHED
+from ablate.config.unhashed import UNHASHED, drop_unset
 from ablate.sweep import relative
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
@@ -54,13 +52,8 @@ LAUNCH_KEYS = (
     "hydra",
 )
 TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
-# Keys added after stores existed: hashed only when set away from their schema default, so every earlier trial
-# keeps its hash (and its finished result in the store).
-HASHED_WHEN_SET = {
-    "task": {k: getattr(TaskConfig(), k) for k in ("modules", "difficulty")},
-    "model": {"autocast": ModelConfig().autocast},
-}
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
+TASK_SEP = "@"  # a task sweep's trial variant: <variant>@<task> (ablate.stats.tasks splits it)
 
 
 @dataclass
@@ -120,10 +113,7 @@ def config_hash(cfg: DictConfig) -> str:
         node = OmegaConf.to_container(cfg[section], resolve=True)
         for k in UNHASHED.get(section, ()):
             node.pop(k, None)
-        for k, default in HASHED_WHEN_SET.get(section, {}).items():
-            if node.get(k) == default:
-                node.pop(k)
-        blob[section] = node
+        blob[section] = drop_unset(section, node)
     blob["seed"] = int(cfg.seed)
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -163,6 +153,26 @@ def _variants(spec) -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
             raise ConfigError(f"sweep.variants.{name}: empty override list (it would duplicate the baseline)")
         variants[name] = list(ovs)
     return variants, factors
+
+
+def _check_tasks(spec, auto: bool) -> list[str]:
+    """sweep.tasks: distinct options of the task group, at least two; what a task sweep cannot combine with."""
+    tasks = list(spec.tasks or [])
+    if not tasks:
+        return []
+    from ablate.compose import group_options
+
+    allowed = group_options("task")
+    for t in tasks:
+        if t not in allowed:
+            raise ConfigError(f"sweep.tasks: {t!r} is not a task option; allowed: {', '.join(allowed)}")
+    if len(set(tasks)) != len(tasks) or len(tasks) < 2:
+        raise ConfigError(f"sweep.tasks={tasks}: name at least two different tasks (one task: set task=NAME)")
+    if spec.axes:
+        raise ConfigError("sweep.tasks with sweep.axes: a factorial sweep runs on one task; drop one of them")
+    if auto:
+        raise ConfigError("sweep.tasks with seeds=auto: not supported; give the seeds (seeds=5)")
+    return tasks
 
 
 def _refuse_duplicate(name, ovs, cli, hashes, baseline) -> None:
@@ -206,6 +216,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
         )
     )
     variants, factors = _variants(spec)
+    tasks = _check_tasks(spec, auto)
     validate_stats(st, len(variants) - 1, st.min_seeds if auto else len(seeds))
     validate_claims(
         OmegaConf.to_object(spec.claims), list(variants), spec.baseline, st.sesoi, list(spec.axes)
@@ -221,6 +232,13 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     for name in variants:
         if not _SAFE_NAME.match(name):
             raise ConfigError(f"sweep variant {name!r}: names may use letters, digits and _ . , = + - only")
+    if tasks:  # every variant on every task; the task is the variant's last override, so it wins
+        clash = [ov for ov in cli_overrides if override_key(ov).lstrip("+~") == "task"]
+        if clash:
+            raise ConfigError(
+                f"{clash[0]}: this sweep runs on sweep.tasks={tasks}; drop {clash[0]!r} or sweep.tasks"
+            )
+        variants = {f"{v}{TASK_SEP}{t}": [*ovs, f"task={t}"] for v, ovs in variants.items() for t in tasks}
     trial_cli = [ov for ov in cli_overrides if not is_launch_override(ov)]
     trials: list[Trial] = []
     variant_hashes = []
@@ -253,7 +271,13 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
             raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None
         variant_hashes.append((name, config_hash(base)))
         try:
-            _refuse_duplicate(name, ovs, trial_cli, variant_hashes, spec.baseline)
+            if tasks:  # against the baseline on the same task
+                task = name.rsplit(TASK_SEP, 1)[1]
+                b = f"{spec.baseline}{TASK_SEP}{task}"
+                hashes = [next(x for x in variant_hashes if x[0] == b), variant_hashes[-1]]
+                _refuse_duplicate(name, ovs[:-1], trial_cli, hashes, b)
+            else:
+                _refuse_duplicate(name, ovs, trial_cli, variant_hashes, spec.baseline)
         except ConfigError as e:
             raise ConfigError(f"sweep {spec.name!r}: {e}") from None
         for seed in seeds:
@@ -300,7 +324,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     return Plan(
         spec.name,
         run_id,
-        spec.baseline,
+        f"{spec.baseline}{TASK_SEP}{tasks[0]}" if tasks else spec.baseline,
         variants,
         factors,
         seeds,
@@ -332,12 +356,19 @@ def _store_state(plan: Plan, run) -> tuple[int, list[float], list[float]]:
     return done, seconds, peaks
 
 
+def _size_line(plan: Plan) -> str:
+    tasks = plan.spec.get("tasks") or []
+    n = len(plan.variants) // max(len(tasks), 1)
+    size = f"{n} variants x {len(tasks)} tasks ({', '.join(tasks)})" if tasks else f"{n} variants"
+    return f"{size} x {len(plan.seeds)} seeds = {len(plan.trials)} trials; seeds {plan.seeds}"
+
+
 def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=None) -> str:
     """Human-readable plan for dry runs: variants x seeds, overrides, resources, what the store already
     holds, and the estimated cost of the rest (measured per-trial time once trials have finished)."""
     lines = [
         f"sweep {plan.sweep}  run_id {plan.run_id}  baseline {plan.baseline}",
-        f"{len(plan.variants)} variants x {len(plan.seeds)} seeds = {len(plan.trials)} trials; seeds {plan.seeds}",
+        _size_line(plan),
         f"resources per trial: {cfg.launcher.cpus_per_trial} CPU, {cfg.launcher.gpus_per_trial} GPU; "
         f"retries {cfg.launcher.max_failures}",
     ]
@@ -348,14 +379,21 @@ def describe(plan: Plan, cfg: DictConfig, est_trial_s: float | None = None, run=
             f"inconclusive (looks at {looks} pairs, {plan.sequential['spending']} alpha-spending): "
             f"{len(plan.variants) * looks[0]} to {len(plan.trials)} trials"
         )
+    width = max(28, *(len(n) + 1 for n in plan.variants))
     for name, ovs in plan.variants.items():
-        lines.append(f"  {name:<28} {' '.join(ovs) if ovs else '(baseline)'}")
+        lines.append(f"  {name:<{width}} {' '.join(ovs) if ovs else '(baseline)'}")
     claims = plan.spec.get("claims") or []
     if claims:
         from ablate.config.claims import claim_lines
 
         lines.append(f"claims ({len(claims)}, tested at the end, Bonferroni over them):")
-        lines += [f"  {line}" for line in claim_lines(claims, plan.baseline, plan.spec["stats"].get("sesoi"))]
+        base = plan.baseline.rpartition(TASK_SEP)[0] or plan.baseline
+        lines += [
+            f"  {line}"
+            for line in claim_lines(
+                claims, base, plan.spec["stats"].get("sesoi"), plan.spec.get("tasks") or []
+            )
+        ]
     done, measured, peaks = _store_state(plan, run) if run is not None and os.path.isdir(run) else (0, [], [])
     n = len(plan.variants) * plan.sequential["looks"][0] if plan.sequential else len(plan.trials)
     left = max(n - done, 0)

@@ -16,6 +16,7 @@ import torch
 from filelock import FileLock
 from omegaconf import OmegaConf
 
+from ablate.config.unhashed import WARMSTART_WHEN_SET, drop_unset
 from ablate.trainer.rollout import left_pad
 from ablate.trainer.seeds import SeedStreams
 
@@ -33,7 +34,7 @@ def _plain(node) -> dict:
 def warmstart_key(cfg, seed: int) -> str:
     blob = {
         "model": _plain(cfg.model),
-        "task": _plain(cfg.task),
+        "task": drop_unset("task", _plain(cfg.task), WARMSTART_WHEN_SET["task"]),
         "warmstart": {k: v for k, v in _plain(cfg.warmstart).items() if k != "cache_dir"},
         "seed": seed,
         "torch": torch.__version__.split("+")[0],
@@ -42,15 +43,13 @@ def warmstart_key(cfg, seed: int) -> str:
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def sft(
-    model, tokenizer, prompts: list[str], targets: list[str], open_: str, close: str, ws, seed: int
-) -> None:
+def sft(model, tokenizer, prompts: list[str], responses: list[str], ws, seed: int) -> None:
     """Teacher-forced cross-entropy on the response tokens only (prompt tokens are not learned)."""
     gen = torch.Generator().manual_seed(SeedStreams(seed).warmstart)
     pairs = []
-    for p, t in zip(prompts, targets, strict=True):
+    for p, r in zip(prompts, responses, strict=True):
         p_ids = tokenizer.encode(p)
-        r_ids = tokenizer.token_ids(open_ + t + close) + [tokenizer.eos_token_id]
+        r_ids = tokenizer.token_ids(r) + [tokenizer.eos_token_id]
         pairs.append((p_ids, r_ids))
     opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
     model.train()
@@ -85,16 +84,10 @@ def load_or_train(cfg, seed: int, model, tokenizer, task) -> str | None:
     path = cache / f"warmstart-{warmstart_key(cfg, seed)}.pt"
     with FileLock(str(path) + ".lock"):  # concurrent trials of one seed train it once
         if not path.exists():
-            sft(
-                model,
-                tokenizer,
-                [p.prompt for p in task.train],
-                task.sft_targets,
-                task.format_open,
-                task.format_close,
-                ws,
-                seed,
-            )
+            responses = task.sft_responses or [
+                task.format_open + t + task.format_close for t in task.sft_targets
+            ]
+            sft(model, tokenizer, [p.prompt for p in task.train], responses, ws, seed)
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             torch.save(model.state_dict(), tmp)
             os.replace(tmp, path)

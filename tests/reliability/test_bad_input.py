@@ -271,6 +271,8 @@ CLAIM_ERRORS = [
     ("[{trend: {levels: [k_4, baseline], shape: wiggly}}]", "shape='wiggly': allowed: increasing"),
     ("[{helps: baseline}]", "'baseline' is the baseline"),
     ("[{share: {factors: [k], at_least: 0.5}}]", "a share claim needs a factorial sweep (sweep.axes)"),
+    ("[{helps: k_16, task: nope}]", "sweep.claims[0].task='nope': a task option; allowed: arithmetic"),
+    ("[{helps: k_16, on: reverse}]", "sweep.claims[0].True: not a claim form"),  # YAML 1.1 reads on: as true
 ]
 
 

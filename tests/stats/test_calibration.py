@@ -71,3 +71,14 @@ def test_false_claims_are_supported_at_most_alpha_of_the_time_over_the_family():
         t["supported"]["gain helps"] >= 0.6 and t["supported"]["increasing over baseline, mid, gain"] >= 0.6
     ), t
     assert all(v > 0 for v in t["supported"].values()), t
+
+
+def test_task_sweeps_hold_alpha_for_the_pooled_per_task_and_heterogeneity_readings():
+    """Three tasks with unequal noise: a variant with no average effect (none at all, or one that changes sign
+    across tasks) is called in the pooled table, a per-task row with no effect is called (over all tasks), and
+    an effect that is the same on every task is read as depending on it, each in at most ~alpha of the sweeps;
+    a real pooled effect and a real interaction are found."""
+    r = calibrate.tasks(150)
+    bound = 0.05 + 2 * calibrate.mc_se(0.05, r["reps"])
+    assert r["pooled_false"] <= bound and r["per_task_false"] <= bound and r["depends_false"] <= bound, r
+    assert r["pooled_power"] >= 0.35 and r["depends_power"] >= 0.3, r

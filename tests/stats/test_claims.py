@@ -178,3 +178,35 @@ def test_share_claim_reads_a_seed_bootstrap_interval_against_its_threshold():
     row = t.loc["a, b explain >= 50% of the variation"]
     assert row.estimate == pytest.approx(15 / 23) and row.ci_low <= 15 / 23 <= row.ci_high
     assert t.loc["b explain >= 90% of the variation", "verdict"] == "contradicted"  # 3/23 = 0.13
+
+
+def _task_summ():
+    """The module's scores on task t1; on task t2 k_16 and the baseline swap places (k_16 hurts there)."""
+    rows = []
+    for v, y in SCORES.items():
+        for s in range(3):
+            rows.append({"variant": f"{v}@t1", "seed": s, "status": "done", "final": y[s]})
+            other = SCORES["baseline"] if v == "k_16" else SCORES["k_16"] if v == "baseline" else y
+            rows.append({"variant": f"{v}@t2", "seed": s, "status": "done", "final": other[s]})
+    return pd.DataFrame(rows)
+
+
+def test_a_claim_about_a_task_reads_that_tasks_arms_and_is_not_tested_without_it():
+    from ablate.stats.tasks import pooled_summaries
+
+    task_summ = _task_summ()
+    claims = [{"helps": "k_16", "task": "t1"}, {"hurts": "k_16", "task": "t2"}, {"helps": "k_16"},
+              {"helps": "k_16", "task": "t3"}]  # fmt: skip
+    t = claims_table(pooled_summaries(task_summ, ["t1", "t2"]), claims, "baseline", 0.3, 0.05,
+                     tasks=["t1", "t2"], task_summ=task_summ).set_index("claim")  # fmt: skip
+    m, lo, hi = _t_interval([0.10, 0.12, 0.10], 1 - 0.3 / 3)  # 3 claims tested: the family
+    assert t.loc["k_16 helps on t1", ["estimate", "ci_low", "ci_high"]].tolist() == pytest.approx([m, lo, hi])
+    assert t.loc["k_16 hurts on t2", ["estimate", "ci_low", "ci_high"]].tolist() == pytest.approx([m, lo, hi])
+    assert t.loc["k_16 helps", "estimate"] == pytest.approx(0.0)  # pooled over t1 and t2: the effects cancel
+    row = t.loc["k_16 helps on t3"]
+    assert row.verdict == "not tested" and math.isnan(row.ci_level) and "no task t3" in row.why
+    single = claims_table(_summ(), claims, "baseline", 0.3, 0.05).set_index("claim")
+    assert (single.verdict == "not tested").sum() == 3
+    assert single.loc["k_16 helps", "ci_level"] == pytest.approx(
+        1 - 0.3
+    )  # the family is the one tested claim

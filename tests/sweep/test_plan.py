@@ -72,3 +72,68 @@ def test_local_inputs_are_made_absolute_on_the_driver(tmp_path, monkeypatch):
     c = yaml.safe_load(trial.config_yaml)
     assert c["task"]["path"] == str(REPO / "tests/fixtures/gsm8k")
     assert c["train"]["checkpoint_dir"] == str(REPO / "ck") and os.path.isabs(c["warmstart"]["cache_dir"])
+
+
+TASKS = "sweep.tasks=[reverse_varlen,reverse_sparse,reverse_format]"
+
+
+def test_a_task_sweep_runs_every_variant_on_every_task_against_its_own_baseline():
+    import pytest
+
+    from ablate.config import ConfigError
+
+    p = _plan(TASKS, "train.steps=7")
+    assert (
+        p.baseline == "baseline@reverse_varlen" and len(p.variants) == 14 * 3 and len(p.trials) == 14 * 3 * 2
+    )
+    cfgs = {(t.variant, t.seed): OmegaConf.create(t.config_yaml) for t in p.trials}
+    sparse = cfgs[("k_4@reverse_sparse", 1)]
+    assert sparse.task.min_len == 3 and sparse.algo.responses_per_prompt == 4 and sparse.train.steps == 7
+    assert cfgs[("baseline@reverse_format", 0)].task.format_noise == 0.4
+    # the same variant and seed on two tasks are two trials; the same task's variants share the task's data
+    assert p.trials[0].config_hash != p.trials[2].config_hash
+    assert p.run_id != _plan().run_id
+    for bad, says in [
+        ("sweep.tasks=[reverse_varlen,nope]", "'nope' is not a task option"),
+        ("sweep.tasks=[reverse_varlen]", "at least two different tasks"),
+        ("sweep.tasks=[reverse,reverse]", "at least two different tasks"),
+    ]:
+        with pytest.raises(ConfigError, match=says):
+            _plan(bad)
+    with pytest.raises(ConfigError, match="task=reverse: this sweep runs on sweep.tasks"):
+        _plan(TASKS, "task=reverse")
+    with pytest.raises(ConfigError, match="seeds=auto"):
+        ov = ["sweep=technique_matrix", "seeds=auto", TASKS]
+        build_plan(compose(ov), ov)
+
+
+def test_a_variant_equal_to_its_tasks_baseline_is_refused():
+    import pytest
+
+    from ablate.config import ConfigError
+
+    with pytest.raises(ConfigError, match="identical to the baseline 'baseline@reverse_varlen'"):
+        _plan(TASKS, "k=4")
+
+
+def test_the_embedded_tasks_differ_as_their_files_say():
+    """reverse_format's warm-start teacher breaks the format of ~40% of its answers; the others keep <answer>;
+    reverse_sparse's teacher is wrong more often than reverse's (sparser positives)."""
+    from ablate.config import as_object
+    from ablate.trainer.tasks import load_task
+
+    data = {
+        t: load_task(as_object(compose([f"task={t}"])).task)
+        for t in ("reverse", "reverse_sparse", "reverse_format")
+    }
+    fmt = data["reverse_format"]
+    broken = [
+        r for r in fmt.sft_responses if not (r.startswith("<") and r.endswith(">") and r.count("<") == 1)
+    ]
+    assert 0.3 < len(broken) / len(fmt.sft_responses) < 0.5
+    assert data["reverse"].sft_responses == [] and data["reverse"].train == fmt.train  # same data otherwise
+
+    def wrong(d):
+        return sum(t != p.answer for p, t in zip(d.train, d.sft_targets, strict=True)) / len(d.train)
+
+    assert wrong(data["reverse_sparse"]) > wrong(data["reverse"]) + 0.2

@@ -25,4 +25,6 @@ class TaskData:
     format_close: str = ">"
     # warm-start targets aligned with train (may be noisy)
     sft_targets: list[str] = field(default_factory=list)
+    # the teacher's whole responses (format included) where they are not just <open>target<close>
+    sft_responses: list[str] = field(default_factory=list)
     alphabet: str = ""  # characters of the embedded task, for the char tokenizer

@@ -2,7 +2,8 @@
 
 Why this task: the answer is checkable by rule; length sets difficulty (short strings are usually solved, long
 ones rarely), responses vary in length, and fixed format tokens surround the answer so a token mask has
-something to mask. The warm-start (SFT) targets come from a noisy teacher whose error rate grows with length,
+something to mask. Its options (conf/task/reverse_*.yaml) set the properties conditional findings depend on:
+widely varying answer lengths, sparse positives, a teacher with a noisy format. The warm-start (SFT) targets come from a noisy teacher whose error rate grows with length,
 so RL starts from a policy that is partly right and has real signal to learn from.
 """
 
@@ -23,6 +24,14 @@ def _corrupt(answer: str, rng: random.Random, alphabet: str) -> str:
     if kind < 0.75:
         return answer[:i] + answer[i + 1 :]
     return answer[: i + 1] + answer[i:]
+
+
+def _break_format(answer: str, rng: random.Random, alphabet: str) -> str:
+    """One format mistake of the teacher: a stray letter before or after the brackets, a lost closing
+    bracket, or no brackets. The first two still score (the verifier reads between the brackets)."""
+    kind = rng.randrange(4)
+    stray = rng.choice(alphabet)
+    return [f"{stray}<{answer}>", f"<{answer}>{stray}", f"<{answer}", answer][kind]
 
 
 @TASKS.register("reverse")
@@ -59,4 +68,13 @@ def reverse_task(cfg) -> TaskData:
     for p in train:
         p_wrong = min(cfg.teacher_noise_max, cfg.teacher_noise_per_char * p.level)
         targets.append(_corrupt(p.answer, rng, alphabet) if rng.random() < p_wrong else p.answer)
-    return TaskData(train=train, eval=eval_set, sft_targets=targets, alphabet=alphabet + "=<>")
+    # format noise: drawn from its own stream, so a task without it keeps the dataset it always had
+    fmt = random.Random(cfg.data_seed + 1)
+    responses = (
+        [_break_format(t, fmt, alphabet) if fmt.random() < cfg.format_noise else f"<{t}>" for t in targets]
+        if cfg.format_noise > 0
+        else []
+    )
+    return TaskData(
+        train=train, eval=eval_set, sft_targets=targets, sft_responses=responses, alphabet=alphabet + "=<>"
+    )
