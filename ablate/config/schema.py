@@ -63,7 +63,9 @@ class TaskConfig:
     data_seed: int = 1234  # fixes the dataset; trial seeds only change order and sampling
     teacher_noise_per_char: float = 0.18  # warm-start teacher error rate per answer character ...
     teacher_noise_max: float = 0.9  # ... capped here: long strings start rarely solved
-    format_noise: float = 0.0  # share of warm-start answers with a broken format (a stray letter, a lost bracket)
+    format_noise: float = (
+        0.0  # share of warm-start answers with a broken format (a stray letter, a lost bracket)
+    )
     # real datasets (task=gsm8k / task=math)
     path: str = ""  # hub name or local file (json/jsonl/parquet)
     train_split: str = "train"
@@ -132,10 +134,14 @@ class AlgoConfig:
     token_mask: str = "none"
     update_epochs: int = 2  # mu: passes over each rollout batch
     off_policy_reuse: bool = False  # also train on the previous rollout batch, importance-weighted
-    ratio_level: str = "token"  # token | sequence (GSPO: each token takes its sequence's length-normalized ratio)
+    ratio_level: str = (
+        "token"  # token | sequence (GSPO: each token takes its sequence's length-normalized ratio)
+    )
     dual_clip: float = 0.0  # c > 1: the loss of a negative advantage is at most -c A (dual-clip PPO); 0 = off
     tis_cap: float = 0.0  # truncated importance sampling: weight min(pi_trainer / pi_rollout, cap); 0 = off
-    entropy_mask_top: float = 1.0  # policy gradient on the top fraction of tokens by entropy (1 = every token)
+    entropy_mask_top: float = (
+        1.0  # policy gradient on the top fraction of tokens by entropy (1 = every token)
+    )
     overlong_buffer: int = 0  # DAPO: the last this-many tokens of the response budget ramp a penalty; 0 = off
     overlong_penalty: float = 1.0  # ... down to -this at the budget
     kl: KLConfig = field(default_factory=KLConfig)

@@ -44,11 +44,19 @@ def check_algo(cfg) -> None:
     _at_least("algo.dynamic_sampling.max_gen_batches", a.dynamic_sampling.max_gen_batches, 1)
     _positive("algo.adv_eps", a.adv_eps)
     if a.dual_clip and a.dual_clip <= 1:
-        _fail("algo.dual_clip", a.dual_clip, "must be 0 (off) or > 1 (the cap on the ratio of a negative advantage)")
+        _fail(
+            "algo.dual_clip",
+            a.dual_clip,
+            "must be 0 (off) or > 1 (the cap on the ratio of a negative advantage)",
+        )
     if a.tis_cap and a.tis_cap < 1:
         _fail("algo.tis_cap", a.tis_cap, "must be 0 (off) or >= 1 (truncation of pi_trainer / pi_rollout)")
     if not 0 < a.entropy_mask_top <= 1:
-        _fail("algo.entropy_mask_top", a.entropy_mask_top, "must be in (0, 1]: the fraction of tokens trained on")
+        _fail(
+            "algo.entropy_mask_top",
+            a.entropy_mask_top,
+            "must be in (0, 1]: the fraction of tokens trained on",
+        )
     if not 0 <= a.overlong_buffer < cfg.rollout.max_response_length:
         _fail("algo.overlong_buffer", a.overlong_buffer,
               f"must be in [0, rollout.max_response_length={cfg.rollout.max_response_length})")  # fmt: skip

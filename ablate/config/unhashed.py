@@ -21,8 +21,14 @@ UNHASHED = {
 HASHED_WHEN_SET = {
     "task": {"modules": ["arithmetic__add_or_sub"], "difficulty": [0.0, 0.1], "format_noise": 0.0},
     "model": {"autocast": "none"},
-    "algo": {"ratio_level": "token", "dual_clip": 0.0, "tis_cap": 0.0, "entropy_mask_top": 1.0,
-             "overlong_buffer": 0, "overlong_penalty": 1.0},  # fmt: skip
+    "algo": {
+        "ratio_level": "token",
+        "dual_clip": 0.0,
+        "tis_cap": 0.0,
+        "entropy_mask_top": 1.0,
+        "overlong_buffer": 0,
+        "overlong_penalty": 1.0,
+    },  # fmt: skip
 }
 # ... and those of them added after warm starts were cached (a warm start's key hashes the whole task).
 WARMSTART_WHEN_SET = {"task": ("format_noise",)}

@@ -29,7 +29,7 @@ from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, kl_reward_penalt
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
 from ablate.trainer.precision import compute_context
-from ablate.trainer.rewards import VERIFIERS, combine_rewards
+from ablate.trainer.rewards import VERIFIERS, combine_rewards, overlong_penalty
 from ablate.trainer.rollout import RolloutBatch, SamplingParams, build_backend
 from ablate.trainer.sampling import PromptSampler, ReuseBuffer, collect_groups
 from ablate.trainer.schedules import entropy_coef_at, lr_multiplier
@@ -182,6 +182,13 @@ class Trainer:
         """K responses to each training prompt in ``idx``, verified."""
         rb = self._rollout(idx, self.train_ids, self.cfg.algo.responses_per_prompt, self.sample_gen)
         r, c = self._verify(rb, idx, self.task.train)
+        a = self.cfg.algo
+        if (
+            a.overlong_buffer
+        ):  # DAPO's soft overlong punishment, on the training reward only (evals score answers)
+            r = r + overlong_penalty(
+                rb.lengths, self.cfg.rollout.max_response_length, a.overlong_buffer, a.overlong_penalty
+            )
         self.tokens_total += int(rb.lengths.sum())
         return rb, r, c
 

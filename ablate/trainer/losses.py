@@ -15,6 +15,7 @@ from ablate.registry import Registry
 KL_ESTIMATORS = Registry("KL estimator", "algo.kl.estimator")
 LOSS_AGG = Registry("loss aggregation", "algo.loss_agg")
 KL_PLACEMENTS = Registry("KL placement", "algo.kl.mode")
+RATIO_LEVELS = Registry("importance ratio level", "algo.ratio_level")
 
 
 @dataclass(frozen=True)
@@ -46,21 +47,61 @@ def clipped_surrogate(
     advantages: torch.Tensor,  # (B,) or (B, T)
     eps_low: float,
     eps_high: float,
+    dual_clip: float = 0.0,
+    log_ratio: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """PPO/GRPO per-token loss -min(r A, clip(r, 1-eps_low, 1+eps_high) A) (clip-higher when eps_high > eps_low).
 
+    ``log_ratio``: log r, when it is not the token's own logp - old_logp (GSPO's sequence ratio). ``dual_clip``
+    c > 1 (dual-clip PPO, Ye et al. 2020; verl's clip_ratio_c): for A < 0 the loss is at most -c A, so a bad
+    action made far likelier than under the behaviour policy cannot dominate the batch; 0 = off.
     Returns (per_token_loss, clipped_low, clipped_high): the masks mark tokens whose gradient the clip removed,
     r < 1-eps_low with A < 0 and r > 1+eps_high with A > 0, as TRL and verl count ``clip_ratio/low|high``.
     """
     adv = advantages.unsqueeze(-1) if advantages.dim() == 1 else advantages  # (B, 1) or (B, T)
-    ratio = torch.exp(logp - old_logp)  # (B, T)
+    ratio = torch.exp(logp - old_logp if log_ratio is None else log_ratio)  # (B, T)
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * adv
     loss = -torch.min(unclipped, clipped)
+    if dual_clip > 0:
+        loss = torch.where(adv < 0, torch.minimum(loss, -adv * dual_clip), loss)
     with torch.no_grad():
         low = (ratio < 1 - eps_low) & (adv < 0)
         high = (ratio > 1 + eps_high) & (adv > 0)
     return loss, low, high
+
+
+@RATIO_LEVELS.register("token")
+def token_log_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log r_t = log pi(o_t) - log pi_old(o_t): each token's own ratio (PPO, GRPO)."""
+    return logp - old_logp
+
+
+@RATIO_LEVELS.register("sequence")
+def sequence_log_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """GSPO (Zheng et al. 2025): every token takes its sequence's length-normalized log ratio
+    mean_t(log pi - log pi_old), so one outlier token cannot swing the clip; the gradient is each token's own
+    log-prob (sg[s_i] * pi / sg[pi], verl's compute_policy_loss_gspo), clamped at 10 as verl does."""
+    seq = ((logp - old_logp) * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+    return torch.clamp(logp - logp.detach() + seq.detach().unsqueeze(-1), max=10.0)
+
+
+def tis_weights(old_logp: torch.Tensor, sample_logp: torch.Tensor, cap: float) -> torch.Tensor:
+    """Truncated importance sampling (TIS; TRL's vllm_importance_sampling_correction, token_truncate): the
+    trainer's probability of each sampled token over the rollout engine's, at most ``cap``, as a constant
+    weight on the policy-gradient loss. It corrects the mismatch between an inference engine's numerics
+    (vLLM's kernels, bf16) and the trainer's; with the trainer's own sampler the weights are ~1."""
+    return torch.exp(old_logp - sample_logp).clamp(max=cap).detach()
+
+
+def high_entropy_mask(entropy: torch.Tensor, mask: torch.Tensor, top: float) -> torch.Tensor:
+    """The real tokens whose entropy is in the batch's top ``top`` fraction (Wang et al. 2025, "Beyond the
+    80/20 rule": the policy gradient only on the forking tokens; TRL's top_entropy_quantile). top = 1 keeps all."""
+    real = mask.bool()
+    if top >= 1.0 or not real.any():
+        return real
+    threshold = torch.quantile(entropy[real].float(), 1 - top)
+    return (entropy * mask >= threshold) & real
 
 
 @KL_ESTIMATORS.register("k1")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ablate.registry import Registry
 from ablate.trainer.advantages import ADV_NORM
-from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, LOSS_AGG
+from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, LOSS_AGG, RATIO_LEVELS
 from ablate.trainer.masks import TOKEN_MASKS
 from ablate.trainer.rewards import VERIFIERS
 from ablate.trainer.rollout import hf, vllm  # noqa: F401  (register the backends)
@@ -22,6 +22,7 @@ REGISTRIES: tuple[Registry, ...] = (
     TOKEN_MASKS,
     KL_PLACEMENTS,
     KL_ESTIMATORS,
+    RATIO_LEVELS,
     DYNAMIC_SAMPLING,
     LR_SCHEDULES,
     TASKS,

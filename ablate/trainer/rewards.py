@@ -79,6 +79,17 @@ def verify_math(text: str, problem: Problem, open_: str = "\\boxed{", close: str
     return Verdict(float(ok), float(boxed is not None), float(ok))
 
 
+def overlong_penalty(lengths, max_len: int, buffer: int, factor: float):
+    """DAPO's soft overlong punishment: 0 up to max_len - buffer tokens, then falling linearly to -factor at
+    max_len (verl's overlong_buffer), so a long answer is discouraged before it is truncated. buffer 0 = off."""
+    import torch
+
+    if buffer <= 0:
+        return torch.zeros_like(lengths, dtype=torch.float32)
+    exceed = lengths.float() - (max_len - buffer)
+    return torch.clamp(-exceed / buffer * factor, max=0.0)
+
+
 def combine_rewards(v: Verdict, scale: float, format_weight: float, process_weight: float) -> float:
     """reward = scale * ((1 - w) * correct + w * partial + format_weight * format_ok).
 

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 import torch
 
 from ablate.trainer.collectives import all_sum
-from ablate.trainer.losses import KL_ESTIMATORS, aggregate_loss, clipped_surrogate, masked_mean
+from ablate.trainer.losses import (
+    KL_ESTIMATORS,
+    RATIO_LEVELS,
+    aggregate_loss,
+    clipped_surrogate,
+    high_entropy_mask,
+    masked_mean,
+    tis_weights,
+)
 from ablate.trainer.policy import sequence_logprobs
 from ablate.trainer.rollout import RolloutBatch
 
@@ -126,13 +134,20 @@ class PolicyUpdate:
                 with_entropy="grad" if ent_coef else True,
             )
         old = b.old_logp[micro] if b.old_logp is not None else logp.detach()
-        pg, low, high = clipped_surrogate(logp, old, b.advantages[micro], eps_low, eps_high)
+        m = b.loss_mask[micro]
+        log_ratio = None if algo.ratio_level == "token" else RATIO_LEVELS[algo.ratio_level](logp, old, m)
+        pg, low, high = clipped_surrogate(
+            logp, old, b.advantages[micro], eps_low, eps_high, algo.dual_clip, log_ratio
+        )
+        if algo.tis_cap:  # the rollout engine's sampling probabilities vs the trainer's (TRL: after the clip)
+            pg = pg * tis_weights(old, b.rollout.sample_logprobs[micro], algo.tis_cap)
+        if algo.entropy_mask_top < 1:  # the policy gradient on the high-entropy tokens only (TRL's order)
+            pg = pg * high_entropy_mask(ent.detach(), m, algo.entropy_mask_top)
         per_tok = pg
         if kl_fn is not None:
             per_tok = per_tok + algo.kl.coef * kl_fn(logp, b.ref_logp[micro])
         if ent_coef:
             per_tok = per_tok - ent_coef * ent
-        m = b.loss_mask[micro]
         loss = aggregate_loss(per_tok, m, algo.loss_agg, self.cfg.rollout.max_response_length, ns, nt)
         (loss * self.world).backward()  # DDP/FSDP average gradients over ranks; undo the 1/W
         cm = b.rollout.completion_mask[micro]

@@ -37,6 +37,14 @@ GROUPS = (
     "clip",
     "reward_norm",
     "lr_schedule",
+    "ratio",
+    "dual_clip",
+    "tis",
+    "entropy_mask",
+    "overlong",
+    "process_reward",
+    "off_policy",
+    "temperature",
 )
 SMALL = FAST + ["train.prompts_per_step=2", "k=4", "update_epochs=1", "entropy=off"]
 COVERED: dict[str, set[str]] = defaultdict(set)
@@ -446,6 +454,175 @@ def test_lr_schedule_sets_the_optimizer_lr_at_chosen_steps(compose_cfg, monkeypa
     for s in STEPS:
         t.step(s)
     assert got == pytest.approx([3e-4 * m for m in LR[option]], rel=1e-12)
+
+
+# ---- ratio ------------------------------------------------------------------------------------------------
+@covers("ratio", "token", "sequence")
+@pytest.mark.parametrize("option", ["token", "sequence"])
+def test_ratio_level_sets_each_tokens_ratio_as_hand_computed(compose_cfg, monkeypatch, option):
+    """pi_old differs from pi by a different shift on every token: the token ratio is each token's own, GSPO's
+    the sequence's mean log ratio, clipped at GSPO's [1 - 3e-4, 1 + 4e-4]."""
+    t = make(compose_cfg, f"ratio={option}")
+    rb, *_ = t.collect()
+    n, width = rb.completion_ids.shape
+    shift = 0.01 * torch.arange(n * width, dtype=torch.float32).reshape(n, width) / (n * width)
+    base = on_policy_batch(t, rb, torch.linspace(-1, 1, n))
+    batch = Batch(rb, base.advantages, base.loss_mask, base.old_logp - shift, None)
+    calls = spy_loss(monkeypatch)
+    t.update([batch], 0.0)
+    m = rb.completion_mask
+    log_r = shift if option == "token" else ((shift * m).sum(-1) / m.sum(-1)).unsqueeze(-1).expand(n, width)
+    eps_low, eps_high = (0.2, 0.2) if option == "token" else (3e-4, 4e-4)
+    r, a = torch.exp(log_r), base.advantages.unsqueeze(-1)
+    hand = -torch.min(r * a, torch.clamp(r, 1 - eps_low, 1 + eps_high) * a)
+    real = m.bool()
+    torch.testing.assert_close(calls[0].per_tok.detach()[real], hand[real], atol=1e-6, rtol=1e-5)
+
+
+# ---- dual_clip --------------------------------------------------------------------------------------------
+@covers("dual_clip", "off", "on")
+@pytest.mark.parametrize(("option", "cap"), [("off", 5.0), ("on", 3.0)])
+def test_dual_clip_caps_a_negative_advantages_loss_at_three(compose_cfg, monkeypatch, option, cap):
+    """Every ratio is 5 and every advantage -1: the plain clip leaves a loss of 5 (r A, pessimistic), dual-clip 3."""
+    t = make(compose_cfg, f"dual_clip={option}")
+    rb, *_ = t.collect()
+    batch = on_policy_batch(t, rb, -torch.ones(rb.completion_ids.shape[0]), old_shift=math.log(5.0))
+    calls = spy_loss(monkeypatch)
+    t.update([batch], 0.0)
+    real = rb.completion_mask.bool()
+    torch.testing.assert_close(
+        calls[0].per_tok.detach()[real], torch.full((int(real.sum()),), cap), rtol=1e-5, atol=1e-5
+    )
+
+
+# ---- tis --------------------------------------------------------------------------------------------------
+@covers("tis", "off", "on")
+@pytest.mark.parametrize("option", ["off", "on"])
+def test_tis_weights_each_token_by_the_truncated_trainer_to_sampler_ratio(compose_cfg, monkeypatch, option):
+    """The sampler's logprobs are made lower by log 3 on row 0 (ratio 3, truncated to 2) and higher by log 2 on
+    row 1 (ratio 1/2): with tis=on those rows' per-token losses are 2x and 0.5x tis=off's."""
+    t = make(compose_cfg, f"tis={option}")
+    rb, *_ = t.collect()
+    base = on_policy_batch(t, rb, torch.linspace(-1, 1, rb.completion_ids.shape[0]))
+    sampled = base.old_logp.clone()
+    sampled[0] -= math.log(3.0)
+    sampled[1] += math.log(2.0)
+    rb2 = replace(rb, sample_logprobs=sampled)
+    calls = spy_loss(monkeypatch)
+    t.update([Batch(rb2, base.advantages, base.loss_mask, base.old_logp, None)], 0.0)
+    per_tok = calls[0].per_tok.detach()
+    plain = -base.advantages.unsqueeze(-1).expand_as(per_tok)  # on-policy: ratio 1, loss -A
+    weight = torch.ones_like(per_tok)
+    if option == "on":
+        weight[0], weight[1] = 2.0, 0.5
+    real = rb.completion_mask.bool()
+    torch.testing.assert_close(per_tok[real], (plain * weight)[real], rtol=1e-5, atol=1e-6)
+
+
+# ---- entropy_mask -----------------------------------------------------------------------------------------
+@covers("entropy_mask", "off", "top20")
+@pytest.mark.parametrize(("option", "share"), [("off", 1.0), ("top20", 0.2)])
+def test_entropy_mask_passes_gradient_only_through_the_highest_entropy_tokens(
+    compose_cfg, monkeypatch, option, share
+):
+    t = make(compose_cfg, f"entropy_mask={option}")
+    rb, *_ = t.collect()
+    batch = on_policy_batch(
+        t, rb, torch.linspace(-1, 1, rb.completion_ids.shape[0]) + 0.05
+    )  # no zero advantage
+    with torch.no_grad():
+        _, ent = t._logp(t.model, rb, with_entropy=True)
+    calls = spy_loss(monkeypatch)
+    t.update([batch], 0.0)
+    real = rb.completion_mask.bool()
+    trained = (calls[0].per_tok.detach() != 0) & real
+    n = real.sum().item()
+    if option == "off":
+        assert trained.sum().item() == n
+        return
+    floor = ent[trained].min()
+    assert floor >= ent[real & ~trained].max()  # every trained token is at least as uncertain as every other
+    above = (ent > floor) & real  # tokens tied at the threshold all pass (TRL's >=)
+    assert above.sum().item() <= share * n <= trained.sum().item() + 1
+
+
+# ---- overlong ---------------------------------------------------------------------------------------------
+@covers("overlong", "off", "soft")
+@pytest.mark.parametrize("option", ["off", "soft"])
+def test_overlong_penalty_ramps_the_reward_over_the_last_three_tokens(compose_cfg, monkeypatch, option):
+    """Lengths 10, 9, 8, 7, 10, 3, 2, 1 of a 10-token budget, buffer 3: penalties -1, -2/3, -1/3, 0, -1, 0, 0, 0."""
+    t = make(compose_cfg, f"overlong={option}", "adv_norm=none")
+    lengths = [10, 9, 8, 7, 10, 3, 2, 1]
+    real_rollout = t._rollout
+
+    def fixed_lengths(*a):
+        rb = real_rollout(*a)
+        width = rb.completion_ids.shape[1]
+        m = torch.tensor([[float(j < n) for j in range(max(width, 10))] for n in lengths])[:, :width]
+        return replace(rb, completion_mask=m)
+
+    monkeypatch.setattr(t, "_rollout", fixed_lengths)
+    score_rows(t, monkeypatch, R8)
+    seen = spy_advantage_input(monkeypatch)
+    t.step(0)
+    penalty = [-1, -2 / 3, -1 / 3, 0, -1, 0, 0, 0] if option == "soft" else [0] * 8
+    torch.testing.assert_close(seen[0], torch.tensor(R8) + torch.tensor(penalty), atol=1e-6, rtol=0)
+
+
+# ---- process_reward ---------------------------------------------------------------------------------------
+@covers("process_reward", "off", "mixed")
+@pytest.mark.parametrize(("option", "w"), [("off", 0.0), ("mixed", 0.5)])
+def test_process_reward_mixes_partial_credit_into_the_reward(compose_cfg, monkeypatch, option, w):
+    """The trainer's rewards are (1 - w) x correct + w x the share of answer positions right, per completion."""
+    from ablate.trainer.rewards import verify_exact
+
+    t = make(compose_cfg, f"process_reward={option}")
+    seen, real_verify = [], t._verify
+    monkeypatch.setattr(
+        t, "_verify", lambda rb, idx, probs: seen.append((rb, idx)) or real_verify(rb, idx, probs)
+    )
+    _, r, _, _ = t.collect()
+    rb, idx = seen[0]
+    k = len(rb.truncated) // len(idx)
+    texts = t.tok.decode_batch(
+        [ids[: int(n)] for ids, n in zip(rb.completion_ids.tolist(), rb.lengths, strict=True)]
+    )
+    verdicts = [verify_exact(x, t.task.train[idx[i // k]]) for i, x in enumerate(texts)]
+    hand = torch.tensor([(1 - w) * v.correct + w * v.partial for v in verdicts])
+    torch.testing.assert_close(r, hand, atol=1e-6, rtol=0)
+    assert any(0 < v.partial < 1 for v in verdicts)  # partial credit exists, so the two options differ
+
+
+# ---- off_policy -------------------------------------------------------------------------------------------
+@covers("off_policy", "off", "reuse")
+@pytest.mark.parametrize(("option", "sizes"), [("off", [1, 1]), ("reuse", [1, 2])])
+def test_off_policy_reuse_trains_on_the_previous_steps_batch_too(compose_cfg, monkeypatch, option, sizes):
+    t = make(compose_cfg, f"off_policy={option}")
+    got, real = [], t.update
+    monkeypatch.setattr(t, "update", lambda batches, coef: got.append(len(batches)) or real(batches, coef))
+    t.step(0)
+    t.step(1)
+    assert got == sizes
+
+
+# ---- temperature ------------------------------------------------------------------------------------------
+TEMPERATURE = {"default": 1.0, "t0.6": 0.6, "t1.0": 1.0, "t1.2": 1.2}
+
+
+@covers("temperature", *TEMPERATURE)
+@pytest.mark.parametrize("option", list(TEMPERATURE))
+def test_temperature_reaches_the_sampler_and_the_trainers_logprobs(compose_cfg, monkeypatch, option):
+    t = make(compose_cfg, f"temperature={option}")
+    sampled, real_gen = [], t.backend.generate
+    monkeypatch.setattr(
+        t.backend,
+        "generate",
+        lambda prompts, params, gen: sampled.append(params.temperature) or real_gen(prompts, params, gen),
+    )
+    scored, real_lp = [], update_mod.sequence_logprobs
+    monkeypatch.setattr(update_mod, "sequence_logprobs", lambda *a: scored.append(a[5]) or real_lp(*a))
+    t.step(0)
+    assert set(sampled) == {TEMPERATURE[option]} and set(scored) == {TEMPERATURE[option]}
 
 
 # ---- coverage ---------------------------------------------------------------------------------------------
