@@ -33,6 +33,8 @@ class Run:
     # a task sweep (sweep.tasks): each task's table (tasks.csv) and the task x variant reading (heterogeneity.csv)
     tasks: Any = field(repr=False, default=None)
     heterogeneity: Any = field(repr=False, default=None)
+    # variants on a learned reward model: proxy against gold (reward_gap.csv; empty without one)
+    reward_gap: Any = field(repr=False, default=None)
 
     def __repr__(self) -> str:
         return (
@@ -74,10 +76,12 @@ def load_run(path: str | Path) -> Run:
     for key in {k: None for vals in factors.values() for k in vals}:
         trials[key] = [factors.get(v, {}).get(key) for v in trials.variant] if len(trials) else []
     from ablate.stats.claims import claims_for
+    from ablate.stats.reward_gap import reward_gap_table
     from ablate.stats.trend import trends_for
 
+    gap = reward_gap_table(rt.metrics, list(plan["variants"]), rt.stats.final_fraction, rt.stats.alpha)
     return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table, claims_for(rt), trends_for(rt),
-               rt.by_task if rt.tasks else pd.DataFrame(), rt.heterogeneity if rt.tasks else pd.DataFrame())  # fmt: skip
+               rt.by_task if rt.tasks else pd.DataFrame(), rt.heterogeneity if rt.tasks else pd.DataFrame(), gap)  # fmt: skip
 
 
 # ---- factor columns -----------------------------------------------------------------------------------------

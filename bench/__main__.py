@@ -76,7 +76,7 @@ def bench_step(rounds: int, steps: int, blocks: int, ks=(8, 16), threads=(1, 2))
     return rows
 
 
-ALL_PARTS = ["step", "rollout", "sweep", "report", "adaptive", "calibration", "checkpoint", "record"]
+ALL_PARTS = ["step", "rollout", "sweep", "report", "adaptive", "calibration", "checkpoint", "record", "overlap"]
 
 
 def main() -> None:
@@ -210,6 +210,11 @@ def main() -> None:
 
         results["record_stream"] = record_stream.run(rounds=1 if args.quick else 3)
         record_stream.print_line(results["record_stream"])
+    if "overlap" in args.only:  # generation in a second thread while the update runs
+        from bench import overlap
+
+        results["overlap"] = overlap.run(rounds=1 if args.quick else 3)
+        overlap.print_line(results["overlap"])
     out = RESULTS / f"bench-{stamp}.json"
     out.write_text(json.dumps(results, indent=1))
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))

@@ -67,6 +67,11 @@ def publish_run(run: Path, name: str) -> None:
     r = ablate.load_run(run)
     FIGURES.mkdir(parents=True, exist_ok=True)
     table_for_run(run).table.to_csv(FIGURES / f"{name}_table.csv", index=False)
+    if len(r.reward_gap):  # variants on a learned reward model: proxy against gold, and the factorial fit
+        from ablate.report.render import build
+
+        r.reward_gap.to_csv(FIGURES / f"{name}_reward_gap.csv", index=False)
+        build(run)["anova"].to_csv(FIGURES / f"{name}_anova.csv", index=False)
     if len(r.tasks):  # a task sweep: its per-task rows, the interaction readings and the claims
         r.tasks.to_csv(FIGURES / f"{name}_tasks.csv", index=False)
         r.heterogeneity.to_csv(FIGURES / f"{name}_heterogeneity.csv", index=False)
@@ -128,6 +133,24 @@ def tasks_matrix() -> str:
         _md(tasks_display(table, by_task, het, tasks)),
         "and its Claims section:",
         _md(claims_display(claims)),
+    ])  # fmt: skip
+
+
+def reward_kl() -> str:
+    """kl=none,k3_loss x reward=verifier,learned at 5 seeds: the report's proxy-gold table and its ANOVA."""
+    import pandas as pd
+
+    from ablate.report.render import anova_display, reward_gap_display
+
+    gap = pd.read_csv(FIGURES / "reward_kl_reward_gap.csv")
+    aov = pd.read_csv(FIGURES / "reward_kl_anova.csv")
+    table = pd.read_csv(FIGURES / "reward_kl_table.csv")
+    means = ", ".join(f"`{v}` {m:.3f}" for v, m in zip(table.variant, table["mean"], strict=True))
+    return "\n\n".join([
+        f"Final eval/positive_rate (the gold), mean of 5 seeds: {means}.",
+        _md(reward_gap_display(gap)),
+        "The factorial fit of the gold (seed as a block; p adj: Holm over the three terms):",
+        _md(anova_display(aov)),
     ])  # fmt: skip
 
 
@@ -244,6 +267,15 @@ def bench() -> str:
                 "checkpoint of the tiny model (weights + AdamW + records) vs one RL step",
                 f"save {1000 * p['save_s_min']:.0f} ms, restore {1000 * p['restore_s_min']:.0f} ms, "
                 f"{p['bytes'] / 2**20:.1f} MiB; a step {1000 * c['step_s']:.0f} ms",
+            )
+        )
+    if "overlap" in b:
+        o = b["overlap"]
+        rows.append(
+            (
+                f"`overlap=one_step` vs off: a trial's {o['steps']} RL steps, 1 torch thread, {o['cores']} cores",
+                f"{_x(o['speedup_median'])} faster (median of {o['rounds']} paired ratios; "
+                f"{o['off_s']['median']:.1f} vs {o['one_step_s']['median']:.1f} s)",
             )
         )
     head, *body = rows
@@ -423,6 +455,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "real_cpu": real_cpu,
     "real_cpu_evals": real_cpu_evals,
     "tasks_matrix": tasks_matrix,
+    "reward_kl": reward_kl,
     "planner": planner,
     "bench": bench,
     "startup": startup,
@@ -457,6 +490,7 @@ def missing() -> list[str]:
     """The source files a figure needs that are not there."""
     need = {"main_job": "main_job_table.csv", "real_cpu": "real_cpu_table.csv", "bench": "bench.json",
             "real_cpu_evals": "real_cpu_evals.csv", "tasks_matrix": "tasks_matrix_run.txt",
+            "reward_kl": "reward_kl_reward_gap.csv",
             "startup": "bench.json", "calibration": "bench.json", "real_model": "real_model.json"}  # fmt: skip
     return sorted({f"docs/figures/{f}" for f in need.values() if not (FIGURES / f).exists()})
 

@@ -88,6 +88,9 @@ class RolloutConfig:
     max_response_length: int = 10
     eval_temperature: float = 1.0  # sampled pass@1: greedy would hide how sharp the policy is
     eval_samples: int = 4  # samples per eval prompt
+    # one_step: step t+1's rollouts are generated (by a copy of the policy before step t's update, in a second
+    # thread) while step t updates: one step off-policy, the loss's ratio taken to that generating policy
+    overlap: str = "off"  # off | one_step
     # vllm only
     gpu_memory_utilization: float = 0.3
     enable_sleep_mode: bool = True
@@ -99,6 +102,23 @@ class KLConfig:
     mode: str = "none"  # none (no reference model loaded) | in_reward | in_loss
     estimator: str = "k3"  # k1 | k2 | k3
     coef: float = 0.0
+
+
+@dataclass
+class RewardModelConfig:
+    kind: str = (
+        "verifier"  # verifier (the task's rule) | learned (a reward model; the verifier stays the gold score)
+    )
+    name: str = ""  # learned, real models: a sequence-classification reward model (hub id or local dir)
+    # learned, embedded (name ''): a classifier trained on the task's labels, with what real labels have
+    label_noise: float = 0.1  # share of training labels flipped
+    bias: str = "length"  # none | length | format: what the labellers also liked
+    bias_strength: float = 0.5  # probability a biased candidate is labelled good whatever its correctness
+    n_prompts: int = 1000  # training prompts whose candidate answers are labelled (6 candidates each)
+    steps: int = 2000
+    batch_size: int = 64
+    lr: float = 3e-4  # (3e-3 unlearns the warm-start body: the classifier stays at chance)
+    data_seed: int = 99  # candidates, labels and init: one reward model for every seed and variant
 
 
 @dataclass
@@ -144,6 +164,7 @@ class AlgoConfig:
     )
     overlong_buffer: int = 0  # DAPO: the last this-many tokens of the response budget ramp a penalty; 0 = off
     overlong_penalty: float = 1.0  # ... down to -this at the budget
+    reward_model: RewardModelConfig = field(default_factory=RewardModelConfig)
     kl: KLConfig = field(default_factory=KLConfig)
     entropy: EntropyConfig = field(default_factory=EntropyConfig)
     clip: ClipConfig = field(default_factory=ClipConfig)

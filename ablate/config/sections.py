@@ -60,6 +60,21 @@ def check_algo(cfg) -> None:
     if not 0 <= a.overlong_buffer < cfg.rollout.max_response_length:
         _fail("algo.overlong_buffer", a.overlong_buffer,
               f"must be in [0, rollout.max_response_length={cfg.rollout.max_response_length})")  # fmt: skip
+    rm = a.reward_model
+    if rm.kind not in ("verifier", "learned"):
+        _fail("algo.reward_model.kind", rm.kind, "allowed: verifier, learned")
+    if rm.kind == "learned" and not rm.name:
+        if cfg.model.name != "tiny" or cfg.task.name != "reverse":
+            _fail("algo.reward_model.name", rm.name, "the embedded reward model is for model=tiny on the reverse "
+                  "tasks; give a sequence-classification reward model (hub id or local directory)")  # fmt: skip
+        _fraction("algo.reward_model.label_noise", rm.label_noise)
+        _fraction("algo.reward_model.bias_strength", rm.bias_strength)
+        if rm.bias not in ("none", "length", "format"):
+            _fail("algo.reward_model.bias", rm.bias, "allowed: none, length, format")
+        _at_least("algo.reward_model.n_prompts", rm.n_prompts, 1)
+        _at_least("algo.reward_model.steps", rm.steps, 1)
+        _at_least("algo.reward_model.batch_size", rm.batch_size, 1)
+        _positive("algo.reward_model.lr", rm.lr)
     if a.overlong_penalty < 0:
         _fail("algo.overlong_penalty", a.overlong_penalty, "must be >= 0")
     _positive("algo.clip.epsilon", a.clip.epsilon)
@@ -104,6 +119,16 @@ def check_rollout(cfg) -> None:
     _at_least("rollout.max_response_length", r.max_response_length, 1)
     _at_least("rollout.eval_samples", r.eval_samples, 1)
     _fraction("rollout.gpu_memory_utilization", r.gpu_memory_utilization)
+    _one_of("rollout.overlap", r.overlap, ("off", "one_step"))
+    if r.overlap == "one_step":
+        if r.backend != "hf":
+            _fail("rollout.overlap", r.overlap, "overlaps the hf sampler only (rollout.backend=hf)")
+        if cfg.train.world_size > 1:
+            _fail("rollout.overlap", r.overlap, "runs in one process (train.world_size=1)")
+        if cfg.train.checkpoint_every:
+            _fail(
+                "rollout.overlap", r.overlap, "cannot checkpoint mid-generation: set train.checkpoint_every=0"
+            )
 
 
 def check_train(cfg) -> None:

@@ -21,6 +21,7 @@ UNHASHED = {
 HASHED_WHEN_SET = {
     "task": {"modules": ["arithmetic__add_or_sub"], "difficulty": [0.0, 0.1], "format_noise": 0.0},
     "model": {"autocast": "none"},
+    "rollout": {"overlap": "off"},
     "algo": {
         "ratio_level": "token",
         "dual_clip": 0.0,
@@ -28,7 +29,19 @@ HASHED_WHEN_SET = {
         "entropy_mask_top": 1.0,
         "overlong_buffer": 0,
         "overlong_penalty": 1.0,
-    },  # fmt: skip
+        "reward_model": {
+            "kind": "verifier",
+            "name": "",
+            "label_noise": 0.1,
+            "bias": "length",
+            "bias_strength": 0.5,
+            "n_prompts": 1000,
+            "steps": 2000,
+            "batch_size": 64,
+            "lr": 3e-4,
+            "data_seed": 99,
+        },
+    },
 }
 # ... and those of them added after warm starts were cached (a warm start's key hashes the whole task).
 WARMSTART_WHEN_SET = {"task": ("format_noise",)}

@@ -18,6 +18,7 @@ from ablate.report.run_info import describe_run, header_text, trial_config
 from ablate.stats.anova import BLOCK, factorial_anova
 from ablate.stats.health import health_table, refuted_settings
 from ablate.stats.latex import to_latex
+from ablate.stats.reward_gap import reward_gap_table
 from ablate.stats.run_table import table_for_run
 from ablate.stats.tasks import pooled_metrics
 
@@ -138,6 +139,12 @@ def build(run: Path) -> dict:
         "by_task": rt.by_task,
         "heterogeneity": rt.heterogeneity,
         "curve_metrics": pooled_metrics(metrics, rt.spec["metric"]) if rt.tasks else metrics,
+        "reward_gap": reward_gap_table(
+            metrics,
+            list(plan.get("trial_variants", plan["variants"])),
+            rt.stats.final_fraction,
+            rt.stats.alpha,
+        ),
     }
 
 
@@ -233,6 +240,20 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
                 "heterogeneity.csv hold every column."
             ),
             Table(tasks_display(table, r["by_task"], r["heterogeneity"], r["tasks"])),
+        ]
+    gap = r["reward_gap"]
+    if len(gap):
+        level = f"{gap.ci_level.iloc[0]:.0%}"
+        blocks += [
+            Heading("Proxy and gold reward"),
+            Para(
+                "The variants trained on a learned reward model (reward=learned): what it scored on the held-out "
+                "samples (proxy, eval/proxy_reward) against what the verifier says of the same samples (gold, "
+                f"eval/positive_rate), at the end (the score's final evals) and as the change since the first "
+                f"eval, over the finished seeds with {level} t-intervals (one reading per variant, uncorrected). "
+                "Variants on the verifier have no proxy: the gold is their reward. reward_gap.csv holds every column."
+            ),
+            Table(reward_gap_display(gap)),
         ]
     blocks += [Note(n) for n in notes(table) + loss_notes(r["trials"])]
     conflicts = plots.forest_conflicts(plots.forest_rows(table))
@@ -333,6 +354,24 @@ def tasks_display(
     ]
     out["reading"] = h.reading.fillna("–").to_list()
     return out
+
+
+def reward_gap_display(gap: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "variant": gap.variant,
+            "seeds": gap.n_seeds.astype(int).astype(str),
+            "proxy / gold at the end": [
+                f"{p:.3f} / {g:.3f}" for p, g in zip(gap.proxy, gap.gold, strict=True)
+            ],
+            "gap proxy − gold [CI]": _interval_cells(gap.gap, gap.gap_low, gap.gap_high),
+            "proxy change [CI]": _interval_cells(
+                gap.proxy_change, gap.proxy_change_low, gap.proxy_change_high
+            ),
+            "gold change [CI]": _interval_cells(gap.gold_change, gap.gold_change_low, gap.gold_change_high),
+            "reading": gap.reading,
+        }
+    )
 
 
 def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
@@ -443,6 +482,8 @@ def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool =
         r["claims"].to_csv(out / "claims.csv", index=False)
     if len(r["trend"]):
         r["trend"].to_csv(out / "trend.csv", index=False)
+    if len(r["reward_gap"]):
+        r["reward_gap"].to_csv(out / "reward_gap.csv", index=False)
     if r["tasks"]:
         r["by_task"].to_csv(out / "tasks.csv", index=False)
         r["heterogeneity"].to_csv(out / "heterogeneity.csv", index=False)

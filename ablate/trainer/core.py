@@ -75,6 +75,8 @@ class Trainer:
         self._setup_process()
         self._setup_policy()
         self.backend = build_backend(self.cfg.rollout, self.model, self.tok)
+        self.sampling_backend = self.backend  # what training rollouts sample with (overlap: the copy's)
+        self._setup_overlap()
         self._setup_parallel()
         self._setup_optimizer()
         self._setup_sampling()
@@ -102,6 +104,38 @@ class Trainer:
         self.ref = None
         if self.kl_place.needs_reference:
             self.ref = copy.deepcopy(self.model).eval().requires_grad_(False)
+
+    def _setup_overlap(self) -> None:
+        """rollout.overlap=one_step: a frozen copy of the policy samples step t+1's rollouts in a second thread
+        while step t updates (torch's kernels release the GIL, so the two run on two cores)."""
+        self.prefetch = None
+        if self.cfg.rollout.overlap != "one_step":
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.gen_model = copy.deepcopy(self.model).eval().requires_grad_(False)
+        self.sampling_backend = build_backend(self.cfg.rollout, self.gen_model, self.tok)
+        self.generator_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ablate-rollout")
+
+    def _collect_behaviour(self):
+        """collect() with the copy, and the copy's logprobs of what it sampled: the behaviour policy's."""
+        rb, r, c, info = self.collect()
+        with torch.no_grad(), self.compute():
+            behaviour = self._logp(self.gen_model, rb)[0]
+        return rb, r, c, info, behaviour
+
+    def _overlapped_collect(self, step: int):
+        """This step's rollouts (generated during the previous update, or now on the first step), and the next
+        step's started with the weights as they are now, before this step's update (none after the last)."""
+        got = self.prefetch.result() if self.prefetch is not None else None
+        self.prefetch = None
+        self.gen_model.load_state_dict(self.model.state_dict())
+        if got is None:
+            got = self._collect_behaviour()  # the first step: on-policy
+        self.tokens_at_step = self.tokens_total  # before the next draw counts its own: this step's record
+        if step + 1 < self.cfg.train.steps:
+            self.prefetch = self.generator_thread.submit(self._collect_behaviour)
+        return got
 
     def _setup_parallel(self) -> None:
         """Several ranks: FSDP shards in place, DDP wraps ``train_model`` (what the update's forward runs)."""
@@ -145,6 +179,14 @@ class Trainer:
         fmt = self.task.format_open + self.task.format_close
         self.format_ids = sorted(set(self.tok.token_ids(fmt)))
         self.verify = VERIFIERS[cfg.task.verifier]
+        self.reward_model = (
+            None  # reward=learned: it scores the training rollouts, the verifier stays the gold
+        )
+        if cfg.algo.reward_model.kind == "learned":
+            from ablate.trainer.reward_model import RewardScorer
+
+            self.reward_model = RewardScorer(cfg, self.tok, self.task, self.device)
+        self.last_eval_extra: dict = {}
         self.moments = adv_mod.RunningMoments()
         self.reuse = ReuseBuffer()
         r = cfg.rollout
@@ -176,19 +218,19 @@ class Trainer:
     def _rollout(self, idx: list[int], ids, K: int, gen) -> RolloutBatch:
         prompts = [ids[i] for i in idx for _ in range(K)]
         with self._policy_for_sampling():
-            return self.backend.generate(prompts, self.params, gen)
+            return self.sampling_backend.generate(prompts, self.params, gen)
 
     def _draw(self, idx: list[int]) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor]:
         """K responses to each training prompt in ``idx``, verified."""
         rb = self._rollout(idx, self.train_ids, self.cfg.algo.responses_per_prompt, self.sample_gen)
         r, c = self._verify(rb, idx, self.task.train)
-        a = self.cfg.algo
+        if self.reward_model is not None:  # the proxy reward; c (the verifier's) stays the gold
+            r = self.reward_model.score_rollout(rb) * self.cfg.task.reward_scale
+        a, budget = self.cfg.algo, self.cfg.rollout.max_response_length
         if (
             a.overlong_buffer
-        ):  # DAPO's soft overlong punishment, on the training reward only (evals score answers)
-            r = r + overlong_penalty(
-                rb.lengths, self.cfg.rollout.max_response_length, a.overlong_buffer, a.overlong_penalty
-            )
+        ):  # DAPO's soft overlong punishment, on training rewards only (evals score answers)
+            r = r + overlong_penalty(rb.lengths, budget, a.overlong_buffer, a.overlong_penalty)
         self.tokens_total += int(rb.lengths.sum())
         return rb, r, c
 
@@ -210,7 +252,11 @@ class Trainer:
             raise InjectedFault(f"injected fault at step {step} (train.fault_step)")
         t0 = time.perf_counter()
         lr, ent_coef = self._schedules(step)
-        scored = self.score(*self.collect())
+        if self.cfg.rollout.overlap == "one_step":
+            *collected, behaviour = self._overlapped_collect(step)
+            scored = self.score(*collected, behaviour_logp=behaviour)
+        else:
+            scored = self.score(*self.collect())
         advantages = self.advantages(scored)
         upd = self.update(self._batches(scored, advantages), ent_coef)
         return self.record(step, scored, advantages, upd, lr, ent_coef, t0)
@@ -228,8 +274,10 @@ class Trainer:
         lo = self.rank * n_local
         return global_rows[lo : lo + n_local]
 
-    def score(self, rb: RolloutBatch, raw_rewards, correct, info: dict) -> Scored:
-        """Rewards normalized over the global batch; behaviour and reference logprobs; KL, in the reward if so."""
+    def score(self, rb: RolloutBatch, raw_rewards, correct, info: dict, behaviour_logp=None) -> Scored:
+        """Rewards normalized over the global batch; behaviour and reference logprobs; KL, in the reward if so.
+        ``behaviour_logp``: the logprobs of the policy that sampled ``rb`` when it is not the current one
+        (rollout.overlap): the ratio is taken to it."""
         algo = self.cfg.algo
         if not torch.isfinite(raw_rewards).all():
             raise Diverged("non-finite reward")
@@ -238,13 +286,17 @@ class Trainer:
         )
         rewards = self._local(rewards, raw_rewards.numel())
         # several passes need the ratio to a frozen pi_old; the KL metric (and k1-in-reward) need pi_old too
-        need_old = several_passes(self.cfg, raw_rewards.numel()) or self.ref is not None
+        # (overlap: the ratio is to the sampling copy's logprobs; the KL is still the current policy's)
+        need_old = self.ref is not None or (
+            behaviour_logp is None and several_passes(self.cfg, raw_rewards.numel())
+        )
         with torch.no_grad(), self.compute():
-            old_logp = self._logp(self.model, rb)[0] if need_old else None
+            current = self._logp(self.model, rb)[0] if need_old else None
             ref_logp = self._logp(self.ref, rb)[0] if self.ref is not None else None
+        old_logp = behaviour_logp if behaviour_logp is not None else current
         kl_seq = None
         if ref_logp is not None:
-            k = KL_ESTIMATORS[algo.kl.estimator](old_logp, ref_logp)  # (N, T)
+            k = KL_ESTIMATORS[algo.kl.estimator](current, ref_logp)  # (N, T)
             kl_seq = (k * rb.completion_mask).sum(-1)  # (N,)
             if self.kl_place.in_reward:
                 rewards = kl_reward_penalty(rewards, kl_seq, algo.kl.coef)
@@ -289,7 +341,7 @@ class Trainer:
             "lr": lr,
             "entropy_coef": ent_coef,
             "tokens/generated": float(rb.lengths.sum()),
-            "tokens/total": float(self.tokens_total),
+            "tokens/total": float(self.tokens_total if self.prefetch is None else self.tokens_at_step),
             **s.info,
             **upd,
         }
@@ -368,6 +420,9 @@ class Trainer:
             rb = self.backend.generate(prompts, params, gen)
         _, correct = self._verify(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
         hits, n = all_sum([float(correct.sum()), float(correct.numel())])
+        if self.reward_model is not None:  # the proxy's view of the same samples, for the proxy-gold gap
+            proxy = all_sum([float(self.reward_model.score_rollout(rb).sum())])[0]
+            self.last_eval_extra = {"eval/proxy_reward": proxy / n}
         return hits / n
 
 

@@ -152,13 +152,17 @@ def run_steps(
                 status, note = "diverged", f"step {step}: {d.args[0]}"
             if ev is not None:
                 rec["eval/positive_rate"] = ev
+                rec.update(
+                    getattr(trainer, "last_eval_extra", {})
+                )  # e.g. a learned reward's eval/proxy_reward
             emit(rec)
             if status == "diverged":
                 break
             if save is not None and (step + 1) % ck == 0 and step + 1 < steps:
                 save(step + 1)
         if status == "done" and every > 0:
-            emit({"step": steps, "eval/positive_rate": trainer.evaluate(steps)})
+            final = {"step": steps, "eval/positive_rate": trainer.evaluate(steps)}
+            emit(final | getattr(trainer, "last_eval_extra", {}))
     except Diverged as d:  # pragma: no cover - divergence outside step() (e.g. in evaluation)
         status, note = "diverged", str(d.args[0])
     return status, note

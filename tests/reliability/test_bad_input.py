@@ -29,6 +29,24 @@ BAD = [
     (["sweep=technique_matrix", "clip=bogus"], "clip='bogus'"),
     (["sweep=technique_matrix", "reward_norm=bogus"], "reward_norm='bogus'"),
     (["sweep=technique_matrix", "lr_schedule=bogus"], "lr_schedule='bogus'"),
+    (["sweep=smoke", "ratio=bogus"], "ratio='bogus'"),
+    (["sweep=smoke", "algo.ratio_level=bogus"], "algo.ratio_level='bogus'"),
+    (["sweep=smoke", "algo.dual_clip=0.5"], "algo.dual_clip=0.5: must be 0 (off) or > 1"),
+    (["sweep=smoke", "algo.tis_cap=0.5"], "algo.tis_cap=0.5: must be 0 (off) or >= 1"),
+    (["sweep=smoke", "algo.entropy_mask_top=0"], "algo.entropy_mask_top=0"),
+    (
+        ["sweep=smoke", "algo.overlong_buffer=10"],
+        "algo.overlong_buffer=10: must be in [0, rollout.max_response_length=10)",
+    ),
+    (["sweep=smoke", "algo.reward_model.kind=rm"], "algo.reward_model.kind='rm': allowed: verifier, learned"),
+    (["sweep=smoke", "reward=learned", "algo.reward_model.bias=tone"], "algo.reward_model.bias='tone'"),
+    (
+        ["sweep=smoke", "reward=learned", "task=arithmetic"],
+        "algo.reward_model.name='': the embedded reward model",
+    ),
+    (["sweep=smoke", "rollout.overlap=two_step"], "rollout.overlap='two_step': allowed: off, one_step"),
+    (["sweep=smoke", "overlap=one_step", "train.checkpoint_every=5"], "set train.checkpoint_every=0"),
+    (["sweep=smoke", "temperature=t0.9"], "temperature='t0.9'"),
     (["sweep=technique_matrix", "optim.lr=fast"], "optim.lr='fast': must be of type"),
     (["sweep=technique_matrix", "algo.update_epochs=1.5"], "algo.update_epochs='1.5': must be of type"),
     (["sweep=technique_matrix", "algo.nope=1"], "algo.nope: no such key"),
@@ -545,3 +563,14 @@ def test_a_finished_trial_of_another_config_is_never_run_over(tmp_path, monkeypa
         compose(["sweep=smoke", "launcher.cpus_per_trial=2"]), ["launcher.cpus_per_trial=2"]
     ).run_id
     assert one != two
+
+
+def test_overlap_is_refused_with_a_sampler_it_cannot_copy(compose_cfg):
+    """(Through the rollout check: on this machine vLLM's absence is reported first.)"""
+    from ablate.config import ConfigError, as_object
+    from ablate.config.sections import check_rollout
+
+    with pytest.raises(ConfigError, match="overlaps the hf sampler only"):
+        check_rollout(as_object(compose_cfg(["overlap=one_step", "rollout=vllm"])))
+    with pytest.raises(ConfigError, match=r"runs in one process \(train.world_size=1\)"):
+        check_rollout(as_object(compose_cfg(["overlap=one_step", "train.world_size=2"])))

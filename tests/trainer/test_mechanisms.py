@@ -45,6 +45,8 @@ GROUPS = (
     "process_reward",
     "off_policy",
     "temperature",
+    "reward",
+    "overlap",
 )
 SMALL = FAST + ["train.prompts_per_step=2", "k=4", "update_epochs=1", "entropy=off"]
 COVERED: dict[str, set[str]] = defaultdict(set)
@@ -623,6 +625,80 @@ def test_temperature_reaches_the_sampler_and_the_trainers_logprobs(compose_cfg, 
     monkeypatch.setattr(update_mod, "sequence_logprobs", lambda *a: scored.append(a[5]) or real_lp(*a))
     t.step(0)
     assert set(sampled) == {TEMPERATURE[option]} and set(scored) == {TEMPERATURE[option]}
+
+
+# ---- reward -----------------------------------------------------------------------------------------------
+@covers("reward", "verifier", "learned")
+@pytest.mark.parametrize("option", ["verifier", "learned"])
+def test_reward_is_the_verifiers_or_the_reward_models_and_the_gold_stays_the_verifiers(
+    compose_cfg, monkeypatch, option
+):
+    t = make(compose_cfg, f"reward={option}", "algo.reward_model.steps=30")
+    seen, real = [], t._verify
+
+    def spy(rb, idx, problems):
+        out = real(rb, idx, problems)
+        seen.append((rb, *out))
+        return out
+
+    monkeypatch.setattr(t, "_verify", spy)
+    _, r, c, _ = t.collect()
+    rb, verifier_r, verifier_c = seen[0]
+    assert torch.equal(c, verifier_c)  # correctness (positive_rate, the gold) is always the verifier's
+    if option == "verifier":
+        assert t.reward_model is None and torch.equal(r, verifier_r)
+    else:
+        torch.testing.assert_close(r, t.reward_model.score_rollout(rb))
+        assert not torch.equal(r, verifier_r) and ((r > 0) & (r < 1)).all()
+    t.evaluate(0)
+    assert ("eval/proxy_reward" in t.last_eval_extra) == (option == "learned")
+
+
+# ---- overlap ----------------------------------------------------------------------------------------------
+@covers("overlap", "off", "one_step")
+@pytest.mark.parametrize("option", ["off", "one_step"])
+def test_overlap_trains_on_rollouts_of_the_policy_one_update_back(compose_cfg, monkeypatch, option):
+    """Step 1's rollouts: with one_step, sampled (and their ratio taken) by the weights before step 0's update,
+    generated while step 0 updated; with off, by the weights after it."""
+    t = make(compose_cfg, f"overlap={option}")
+    score_rows(t, monkeypatch, R8)  # unequal rewards: the update moves the policy
+    w0 = copy.deepcopy(t.model.state_dict())
+    seen, real = [], t.score
+    monkeypatch.setattr(
+        t, "score", lambda *a, **k: seen.append((a[0], k.get("behaviour_logp"))) or real(*a, **k)
+    )
+    t.step(0)
+    w1 = copy.deepcopy(t.model.state_dict())
+    t.step(1)
+    rb, behaviour = seen[1]
+    probe = copy.deepcopy(t.model)
+    logp = {}
+    for name, w in (("w0", w0), ("w1", w1)):
+        probe.load_state_dict(w)
+        with torch.no_grad():
+            logp[name] = t._logp(probe, rb)[0]
+    m = rb.completion_mask.bool()
+    assert (logp["w0"] - logp["w1"])[m].abs().max() > 1e-4  # the update moved the policy
+    if option == "off":
+        assert behaviour is None and t.prefetch is None
+    else:
+        torch.testing.assert_close(behaviour[m], logp["w0"][m], atol=1e-6, rtol=0)  # the ratio's denominator
+        assert t.prefetch is not None  # step 2's rollouts are being drawn
+
+
+def test_overlap_is_deterministic_and_counts_only_the_tokens_it_trained_on(compose_cfg):
+    def run():
+        t = make(compose_cfg, "overlap=one_step", "train.steps=4")
+        recs = [t.step(s) for s in range(4)]
+        return recs, t
+
+    (a, t), (b, _) = run(), run()
+    for ra, rb_ in zip(a, b, strict=True):
+        assert {k: v for k, v in ra.items() if not k.startswith("time/")} == {
+            k: v for k, v in rb_.items() if not k.startswith("time/")
+        }
+    totals = [r["tokens/total"] for r in a]
+    assert totals == sorted(totals) and totals[-1] == t.tokens_total  # the last step starts no prefetch
 
 
 # ---- coverage ---------------------------------------------------------------------------------------------

@@ -57,9 +57,9 @@ def test_under_autocast_the_ratio_starts_at_exactly_one(compose_cfg, monkeypatch
     ratios = []
     real = update_mod.clipped_surrogate
 
-    def spy(logp, old, adv, lo, hi):
+    def spy(logp, old, adv, lo, hi, *rest):
         ratios.append((logp.detach() - old).exp())
-        return real(logp, old, adv, lo, hi)
+        return real(logp, old, adv, lo, hi, *rest)
 
     monkeypatch.setattr(update_mod, "clipped_surrogate", spy)
     rig_rewards(t, monkeypatch)
