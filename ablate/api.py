@@ -72,9 +72,12 @@ def load_run(path: str | Path) -> Run:
 
         names = [split(v) for v in trials.variant]
         trials = trials.assign(variant=[v for v, _ in names], task=[t for _, t in names])
-    factors = factor_values(path, rt.plan)
-    for key in {k: None for vals in factors.values() for k in vals}:
-        trials[key] = [factors.get(v, {}).get(key) for v in trials.variant] if len(trials) else []
+    factors = factor_values(path, plan)  # as the trials ran (a task sweep's <variant>@<task>)
+    names = (
+        [f"{v}@{t}" for v, t in zip(trials.variant, trials.task, strict=True)] if rt.tasks else trials.variant
+    )
+    for key in {k: None for vals in factors.values() for k in vals if k != "task" or not rt.tasks}:
+        trials[key] = [factors.get(v, {}).get(key) for v in names] if len(trials) else []
     from ablate.stats.claims import claims_for
     from ablate.stats.reward_gap import reward_gap_table
     from ablate.stats.trend import trends_for

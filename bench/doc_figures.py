@@ -376,6 +376,14 @@ def calibration() -> str:
             ("same: pooled effect 0.05 found; effect +0.08 / 0 / −0.08 read as depending on the task",
              f"{t['pooled_power']:.1%}; {t['depends_power']:.1%}", "", t["reps"]),
         ]  # fmt: skip
+    if "trend_levels" in c:
+        o = c["trend_levels"]
+        rows += [
+            ("4 ordered levels (true means 0, 0.02, 0.04, 0.04): the set that could be best holds a true best",
+             f"{o['best_set_covers_a_true_best']:.1%}", ">= 95%", o["reps"]),
+            ("4 equal levels: an 'increasing' or a 'concave' claim called supported",
+             f"{o['flat_any_trend_supported']:.1%}", "<= 5%", o["reps"]),
+        ]  # fmt: skip
     lines = [
         f"| scenario (5 seeds unless said; `make bench`, {_when(b)}) | measured | nominal | simulated sweeps |",
         "|---|---|---|---|",

@@ -63,6 +63,10 @@ def check_algo(cfg) -> None:
     rm = a.reward_model
     if rm.kind not in ("verifier", "learned"):
         _fail("algo.reward_model.kind", rm.kind, "allowed: verifier, learned")
+    if rm.kind == "learned" and (cfg.task.format_weight or cfg.task.process_weight):
+        key = "task.format_weight" if cfg.task.format_weight else "task.process_weight"
+        _fail(key, cfg.task.format_weight or cfg.task.process_weight,
+              "shapes the verifier's reward, which reward=learned replaces: set it to 0 or use reward=verifier")  # fmt: skip
     if rm.kind == "learned" and not rm.name:
         if cfg.model.name != "tiny" or cfg.task.name != "reverse":
             _fail("algo.reward_model.name", rm.name, "the embedded reward model is for model=tiny on the reverse "

@@ -43,14 +43,22 @@ HASHED_WHEN_SET = {
         },
     },
 }
+# ... and those that matter only when a field says so: dropped otherwise (a preset may name a reward model
+# that a verifier trial never loads)
+UNUSED_UNLESS = {"algo": {"reward_model": ("kind", "learned")}}
 # ... and those of them added after warm starts were cached (a warm start's key hashes the whole task).
 WARMSTART_WHEN_SET = {"task": ("format_noise",)}
 
 
 def drop_unset(section: str, node: dict, keys=None) -> dict:
-    """``node`` without the HASHED_WHEN_SET keys (or only ``keys`` of them) that hold their default."""
+    """``node`` without the HASHED_WHEN_SET keys (or only ``keys`` of them) that hold their default, and (all
+    keys) without the UNUSED_UNLESS ones their field leaves unused."""
     defaults = HASHED_WHEN_SET.get(section, {})
     for k in defaults if keys is None else keys:
         if k in node and node[k] == defaults[k]:
             node = {kk: v for kk, v in node.items() if kk != k}
+    if keys is None:
+        for k, (field, value) in UNUSED_UNLESS.get(section, {}).items():
+            if isinstance(node.get(k), dict) and node[k].get(field) != value:
+                node = {kk: v for kk, v in node.items() if kk != k}
     return node

@@ -277,6 +277,8 @@ def claims_for(rt) -> pd.DataFrame:
 def method_sentence(claims: pd.DataFrame, alpha: float, task_sweep: bool = False) -> str:
     m = int((claims.verdict != "not tested").sum())
     untested = len(claims) - m
+    if m == 0:
+        return f"Claims: none of the sweep's {untested} claims is about a task this run ran: none tested."
     return (
         f"Claims: each of the sweep's {m} claims is a contrast of final scores computed per seed over the seeds "
         f"finished in every variant it names, with a paired t-interval at {1 - alpha / m:.4g} (Bonferroni over "

@@ -173,7 +173,7 @@ def method_sentence(tasks: list[str], alpha: float, correction: str) -> str:
         "(the task × variant interaction) is Hotelling's T² on each seed's differences between tasks (no "
         f"equal-variance assumption), {correction} over the variants; I² (from Cochran's Q on the per-task Δs) "
         "is the share of their spread beyond sampling error. 'not shown to depend on the task' is absence of "
-        "evidence at this many seeds, not a proof of consistency."
+        "evidence at this many seeds, not a proof of consistency. (No compute-matched comparison is made in a task sweep.)"
     )
 
 

@@ -411,6 +411,10 @@ class Trainer:
     def evaluate(self, step: int) -> float:
         """Sampled pass@1 on held-out prompts; the eval generator depends only on (seed, step) so every variant
         is probed with the same random numbers."""
+        if (
+            self.prefetch is not None
+        ):  # the next rollout is being drawn: the reward model is not shared mid-call
+            self.prefetch.result()
         r = self.cfg.rollout
         gen = torch.Generator(device=self.sample_gen.device).manual_seed(self.streams.eval(step))
         params = SamplingParams(r.eval_temperature, r.top_p, r.max_response_length)

@@ -40,6 +40,7 @@ def rm_key(cfg) -> str:
         "task": drop_unset("task", plain(cfg.task)),
         "model": {k: v for k, v in plain(cfg.model).items() if k not in ("cache_dir",)},
         "reward_model": plain(cfg.algo.reward_model),
+        "warmstart": {k: v for k, v in plain(cfg.warmstart).items() if k != "cache_dir"},  # the body's init
         "torch": torch.__version__.split("+")[0],
         "version": RM_VERSION,
     }

@@ -44,6 +44,10 @@ BAD = [
         ["sweep=smoke", "reward=learned", "task=arithmetic"],
         "algo.reward_model.name='': the embedded reward model",
     ),
+    (
+        ["sweep=smoke", "reward=learned", "process_reward=mixed"],
+        "task.process_weight=0.5: shapes the verifier's reward",
+    ),
     (["sweep=smoke", "rollout.overlap=two_step"], "rollout.overlap='two_step': allowed: off, one_step"),
     (["sweep=smoke", "overlap=one_step", "train.checkpoint_every=5"], "set train.checkpoint_every=0"),
     (["sweep=smoke", "temperature=t0.9"], "temperature='t0.9'"),

@@ -82,3 +82,11 @@ def test_task_sweeps_hold_alpha_for_the_pooled_per_task_and_heterogeneity_readin
     bound = 0.05 + 2 * calibrate.mc_se(0.05, r["reps"])
     assert r["pooled_false"] <= bound and r["per_task_false"] <= bound and r["depends_false"] <= bound, r
     assert r["pooled_power"] >= 0.35 and r["depends_power"] >= 0.3, r
+
+
+def test_ordered_levels_through_the_report_cover_the_best_and_hold_alpha_when_flat():
+    """The set of levels that could be best (trend.csv) holds a true best in >= ~95% of sweeps; with every level
+    equal, an 'increasing' or a 'concave' claim is called supported in <= ~5% (Bonferroni over the two)."""
+    r = calibrate.trend_levels(120)
+    assert r["best_set_covers_a_true_best"] >= 0.95 - 2 * calibrate.mc_se(0.95, r["reps"]), r
+    assert r["flat_any_trend_supported"] <= 0.05 + 2 * calibrate.mc_se(0.05, r["reps"]), r

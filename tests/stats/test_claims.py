@@ -210,3 +210,11 @@ def test_a_claim_about_a_task_reads_that_tasks_arms_and_is_not_tested_without_it
     assert single.loc["k_16 helps", "ci_level"] == pytest.approx(
         1 - 0.3
     )  # the family is the one tested claim
+
+
+def test_a_run_that_tests_none_of_its_claims_says_so():
+    from ablate.stats.claims import method_sentence
+
+    t = claims_table(_summ(), [{"helps": "k_16", "task": "t1"}], "baseline", 0.05, 0.05)
+    assert list(t.verdict) == ["not tested"]
+    assert "none tested" in method_sentence(t, 0.05)
