@@ -92,6 +92,25 @@ def build_tokenizer(model_cfg, alphabet: str):
     return HFTokenizer(AutoTokenizer.from_pretrained(model_path(model_cfg)), model_cfg.chat_template)
 
 
+def tiny_config(model_cfg, vocab_size: int, **extra):
+    """The embedded model's LlamaConfig (the policy's, and the learned reward model's body)."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=model_cfg.hidden_size,
+        intermediate_size=model_cfg.intermediate_size,
+        num_hidden_layers=model_cfg.num_layers,
+        num_attention_heads=model_cfg.num_heads,
+        num_key_value_heads=model_cfg.num_heads,
+        max_position_embeddings=model_cfg.max_positions,
+        pad_token_id=CharTokenizer.pad_token_id,
+        bos_token_id=CharTokenizer.bos_token_id,
+        eos_token_id=CharTokenizer.eos_token_id,
+        **extra,
+    )
+
+
 def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
     """The tiny model is initialized from ``seed`` (``SeedStreams.model_init``: same seed -> same weights in
     every variant)."""
@@ -99,21 +118,9 @@ def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
 
     transformers.logging.set_verbosity_error()
     if model_cfg.name == "tiny":
-        from transformers import LlamaConfig, LlamaForCausalLM
+        from transformers import LlamaForCausalLM
 
-        config = LlamaConfig(
-            vocab_size=vocab_size,
-            hidden_size=model_cfg.hidden_size,
-            intermediate_size=model_cfg.intermediate_size,
-            num_hidden_layers=model_cfg.num_layers,
-            num_attention_heads=model_cfg.num_heads,
-            num_key_value_heads=model_cfg.num_heads,
-            max_position_embeddings=model_cfg.max_positions,
-            tie_word_embeddings=True,
-            pad_token_id=CharTokenizer.pad_token_id,
-            bos_token_id=CharTokenizer.bos_token_id,
-            eos_token_id=CharTokenizer.eos_token_id,
-        )
+        config = tiny_config(model_cfg, vocab_size, tie_word_embeddings=True)
         config._attn_implementation = model_cfg.attn_implementation
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)

@@ -78,21 +78,11 @@ class EmbeddedRewardModel:
     """The tiny architecture with one logit per sequence (LlamaForSequenceClassification)."""
 
     def __init__(self, model_cfg, vocab_size: int, seed: int):
-        from transformers import LlamaConfig, LlamaForSequenceClassification
+        from transformers import LlamaForSequenceClassification
 
-        from ablate.trainer.models import CharTokenizer
+        from ablate.trainer.models import tiny_config
 
-        config = LlamaConfig(
-            vocab_size=vocab_size,
-            hidden_size=model_cfg.hidden_size,
-            intermediate_size=model_cfg.intermediate_size,
-            num_hidden_layers=model_cfg.num_layers,
-            num_attention_heads=model_cfg.num_heads,
-            num_key_value_heads=model_cfg.num_heads,
-            max_position_embeddings=model_cfg.max_positions,
-            num_labels=1,
-            pad_token_id=CharTokenizer.pad_token_id,
-        )
+        config = tiny_config(model_cfg, vocab_size, num_labels=1)
         torch.manual_seed(seed)
         self.model = LlamaForSequenceClassification(config).eval()
 
