@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
+from ablate.stats.tables import FAILED
 from ablate.stats.tests import family_levels
 
 SEP = "@"  # ablate.sweep.plan.TASK_SEP
@@ -54,7 +55,7 @@ def _scores(summ: pd.DataFrame) -> pd.DataFrame:
 
 def _status(statuses: list[str]) -> str:
     """A seed's pooled outcome: done only when every task finished; else the worst of its tasks."""
-    for s in ("failed", "error", "corrupt", "diverged"):
+    for s in (*FAILED, "diverged"):
         if s in statuses:
             return s
     return "done" if statuses and all(s == "done" for s in statuses) else "interrupted"

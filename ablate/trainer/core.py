@@ -179,9 +179,8 @@ class Trainer:
         fmt = self.task.format_open + self.task.format_close
         self.format_ids = sorted(set(self.tok.token_ids(fmt)))
         self.verify = VERIFIERS[cfg.task.verifier]
-        self.reward_model = (
-            None  # reward=learned: it scores the training rollouts, the verifier stays the gold
-        )
+        # reward=learned: a reward model scores the training rollouts; the verifier stays the gold
+        self.reward_model = None
         if cfg.algo.reward_model.kind == "learned":
             from ablate.trainer.reward_model import RewardScorer
 
@@ -227,9 +226,8 @@ class Trainer:
         if self.reward_model is not None:  # the proxy reward; c (the verifier's) stays the gold
             r = self.reward_model.score_rollout(rb) * self.cfg.task.reward_scale
         a, budget = self.cfg.algo, self.cfg.rollout.max_response_length
-        if (
-            a.overlong_buffer
-        ):  # DAPO's soft overlong punishment, on training rewards only (evals score answers)
+        # DAPO's soft overlong punishment, on training rewards only (evals score answers)
+        if a.overlong_buffer:
             r = r + overlong_penalty(rb.lengths, budget, a.overlong_buffer, a.overlong_penalty)
         self.tokens_total += int(rb.lengths.sum())
         return rb, r, c

@@ -27,12 +27,6 @@ from ablate.config.unhashed import drop_unset
 RM_VERSION = 1  # bump when the embedded recipe (candidates, labels, training) changes: old caches then miss
 
 
-def _plain(node) -> dict:
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else dict(node)
-
-
 def rm_key(cfg) -> str:
     from ablate.trainer.warmstart import _plain as plain
 
