@@ -296,6 +296,7 @@ def load_run(run: Path):
                 "losses": st.get("losses") or [],
                 "resumed_from": st.get("resumed_from"),
                 "cpu_kernels": st.get("cpu_kernels"),
+                "cpu": st.get("cpu"),
             }
         )
     return pd.DataFrame(rows), pd.DataFrame(trials)

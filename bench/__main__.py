@@ -76,7 +76,17 @@ def bench_step(rounds: int, steps: int, blocks: int, ks=(8, 16), threads=(1, 2))
     return rows
 
 
-ALL_PARTS = ["step", "rollout", "sweep", "report", "adaptive", "calibration", "checkpoint", "record", "overlap"]
+ALL_PARTS = [
+    "step",
+    "rollout",
+    "sweep",
+    "report",
+    "adaptive",
+    "calibration",
+    "checkpoint",
+    "record",
+    "overlap",
+]
 
 
 def main() -> None:

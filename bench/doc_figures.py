@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.cpu_families import cpu_families
+
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "docs" / "figures"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -79,12 +81,34 @@ def publish_run(run: Path, name: str) -> None:
         (FIGURES / f"{name}_run.txt").write_text(
             f"{run}\n{' '.join(r.plan['spec']['tasks'])}\n{len(r.plan['seeds'])}\n"
         )
+    if name == "main_job":
+        _main_job_fixture(r, run)
     metric = r.plan["spec"]["metric"]
     if not len(r.tasks):  # (a task sweep's docs show its tables, not its hundreds of curves)
         evals = r.metrics[r.metrics[metric].notna()][["variant", "seed", "step", metric]]
         evals.to_csv(FIGURES / f"{name}_evals.csv", index=False)
     for line in update():
         print(f"docs: rewrote {line}")
+
+
+def _main_job_fixture(r, run: Path) -> None:
+    """tests/fixtures/main_job.json from the main job's store: two seed-0 trials' evals and losses, and the
+    kernels and CPU they ran on (bench/cpu_vendor.py check --record adds a vendor it was checked on)."""
+    from ablate import cpu_kernels, store
+
+    fixture = {"run_id": run.name, "cpu_kernels": None, "vendors": {}, "trials": {}}
+    for variant in ("baseline", "k_4"):
+        p = store.trial_paths(run, variant, 0)
+        st = store.read_status(p)
+        recs = store.read_metrics(p.metrics)
+        fixture["cpu_kernels"] = st["cpu_kernels"]
+        fixture["vendors"] = {cpu_kernels.vendor() or "?": f"{st.get('cpu', cpu_kernels.cpu())}: made there"}
+        fixture["trials"][variant] = {
+            "config_hash": st["config_hash"],
+            "eval": [x["eval/positive_rate"] for x in recs if "eval/positive_rate" in x],
+            "loss": [x["loss"] for x in recs if "loss" in x],
+        }
+    (ROOT / "tests" / "fixtures" / "main_job.json").write_text(json.dumps(fixture, indent=1) + "\n")
 
 
 def real_cpu_evals() -> str:
@@ -460,6 +484,7 @@ def paper_claims() -> str:
 RENDERERS: dict[str, Callable[[], str]] = {
     "paper_claims": paper_claims,
     "main_job": main_job,
+    "cpu_families": cpu_families,
     "real_cpu": real_cpu,
     "real_cpu_evals": real_cpu_evals,
     "tasks_matrix": tasks_matrix,
@@ -496,7 +521,7 @@ def render(text: str, cache: dict[str, str | None]) -> str:
 
 def missing() -> list[str]:
     """The source files a figure needs that are not there."""
-    need = {"main_job": "main_job_table.csv", "real_cpu": "real_cpu_table.csv", "bench": "bench.json",
+    need = {"main_job": "main_job_table.csv", "cpu_families": "main_job_table_amd_mkl_avx2.csv", "real_cpu": "real_cpu_table.csv", "bench": "bench.json",
             "real_cpu_evals": "real_cpu_evals.csv", "tasks_matrix": "tasks_matrix_run.txt",
             "reward_kl": "reward_kl_reward_gap.csv",
             "startup": "bench.json", "calibration": "bench.json", "real_model": "real_model.json"}  # fmt: skip

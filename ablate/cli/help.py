@@ -108,22 +108,20 @@ def _cuda() -> str:
 
 
 def _cpu() -> str:
-    """The processor and the bfloat16 units its float results depend on (results may differ between CPUs)."""
+    """The processor, its vendor (MKL dispatches on it) and the bfloat16 units its float results depend on."""
     import os
-    import platform
 
-    model, flags = platform.processor() or "?", set()
+    from ablate.cpu_kernels import cpu
+
+    flags: set[str] = set()
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name") and model in ("?", "", "x86_64"):
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
-    except OSError:
+        flags = set(
+            next(ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")).split(":", 1)[1].split()
+        )
+    except (OSError, StopIteration):
         pass
     units = [f for f in ("avx512_bf16", "amx_bf16", "avx512f", "avx2") if f in flags]
-    return f"{model}, {os.cpu_count()} cores" + (f" ({', '.join(units)})" if units else "")
+    return f"{cpu()}, {os.cpu_count()} cores" + (f" ({', '.join(units)})" if units else "")
 
 
 def config_to_show(cfg, argv: list[str], variant: str | None) -> str:

@@ -233,8 +233,9 @@ class LauncherConfig:
     max_concurrent: int = 0  # 0 = as many as resources allow
     # GiB of one GPU, for the memory planner's check (None: the visible GPU's, via torch.cuda; none = no check)
     gpu_memory_gb: float | None = None
-    # avx2: torch's and MKL's CPU kernels pinned to AVX2 so a seed gives the same numbers on any x86-64 CPU
-    # (~10% slower); native: each CPU's widest kernels (ablate/cpu_kernels.py)
+    # avx2: torch's kernels pinned to AVX2 and MKL to its vendor-neutral branch, so a seed gives the same
+    # numbers on any x86-64 CPU, Intel or AMD (a tiny-model trial takes 1.24x native's); native: each CPU's
+    # widest kernels (ablate/cpu_kernels.py)
     cpu_kernels: str = "avx2"
 
 

@@ -88,6 +88,7 @@ def manifest(plan: dict, trials: pd.DataFrame) -> dict:
         "lock": lock.LOCK_FILE.name if _pins() is not None else None,
         "off_lock": lock.lock_differences(versions, _pins()) if _pins() is not None else [],
         "cpu_kernels": sorted(set(trials["cpu_kernels"].dropna())) if "cpu_kernels" in trials else [],
+        "cpus": sorted(set(trials["cpu"].dropna())) if "cpu" in trials else [],
         "config_hashes": hashes,
     }
 
@@ -300,8 +301,10 @@ def _blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -> list
         Para(
             f"git commit `{man['git_commit']}`, Python {man['python']}; "
             + ", ".join(f"{k} {v}" for k, v in man["packages"].items())
-            + f". CPU kernels the trials ran on: {'; '.join(kernels) or 'not recorded'} (the same seed gives the "
-            "same numbers on the same code, library versions and kernels: launcher.cpu_kernels). Config hashes "
+            + f". CPU kernels the trials ran on: {'; '.join(kernels) or 'not recorded'}, on "
+            f"{'; '.join(man.get('cpus', [])) or 'CPUs not recorded'} (the same seed gives the same numbers on the "
+            "same code, library versions and kernels: launcher.cpu_kernels; the default pin gives Intel and AMD "
+            "CPUs the same numbers). Config hashes "
             "per trial: `manifest.json`; every trial's resolved config: `<run>/<variant>/seed=<n>/config.yaml`. "
             + _lock_sentence(man)
         ),

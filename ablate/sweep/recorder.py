@@ -60,7 +60,7 @@ class TrialRecorder:
             self.record(event["record"])
         elif kind == "start":
             node = {k: event.get(k) for k in ("host", "pid", "node_ip", "node_id")}
-            self.start(node | ({"cpu_kernels": event["cpu_kernels"]} if event.get("cpu_kernels") else {}))
+            self.start(node | {k: event[k] for k in ("cpu_kernels", "cpu") if event.get(k)})
         elif kind == "done":
             self.done(event["status"], **{k: event.get(k) for k in COST})
         elif kind == "error":

@@ -30,10 +30,10 @@ def checkpoint_uri(cfg, spec: dict) -> str | None:
 
 def node_facts() -> dict:
     """Which machine and process run this trial: hostname and pid, and the Ray node when inside Ray."""
-    from ablate.cpu_kernels import describe
+    from ablate.cpu_kernels import cpu, describe
 
     facts = {"host": socket.gethostname(), "pid": os.getpid(), "node_ip": None, "node_id": None}
-    facts["cpu_kernels"] = describe()
+    facts["cpu_kernels"], facts["cpu"] = describe(), cpu()
     ray = sys.modules.get("ray")  # mode=train never imports Ray
     if ray is not None and ray.is_initialized():
         facts["node_ip"] = ray.util.get_node_ip_address()

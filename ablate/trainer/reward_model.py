@@ -24,7 +24,7 @@ from filelock import FileLock
 
 from ablate.config.unhashed import drop_unset
 
-RM_VERSION = 1  # bump when the embedded recipe (candidates, labels, training) changes: old caches then miss
+RM_VERSION = 2  # bump when the embedded recipe (candidates, labels, training) changes: old caches then miss
 
 
 def rm_key(cfg) -> str:
@@ -112,7 +112,7 @@ def train_embedded(cfg, tokenizer, task) -> EmbeddedRewardModel:
         load_or_train(cfg, rm.data_seed, sft, tokenizer, task)
         model.model.model.load_state_dict(sft.model.state_dict())
     gen = torch.Generator().manual_seed(rm.data_seed)
-    opt = torch.optim.AdamW(model.model.parameters(), lr=rm.lr)
+    opt = torch.optim.AdamW(model.model.parameters(), lr=rm.lr, fused=True)  # exact sqrt (warmstart.sft)
     model.model.train()
     for _ in range(rm.steps):
         idx = torch.randint(len(seqs), (rm.batch_size,), generator=gen).tolist()

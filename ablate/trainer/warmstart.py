@@ -20,7 +20,7 @@ from ablate.config.unhashed import WARMSTART_WHEN_SET, drop_unset
 from ablate.trainer.rollout import left_pad
 from ablate.trainer.seeds import SeedStreams
 
-WARMSTART_VERSION = 2  # bump when the SFT recipe or the task generator changes: old caches then miss
+WARMSTART_VERSION = 3  # bump when the SFT recipe or the task generator changes: old caches then miss
 
 
 def _plain(node) -> dict:
@@ -43,15 +43,19 @@ def warmstart_key(cfg, seed: int) -> str:
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def sft(model, tokenizer, prompts: list[str], responses: list[str], ws, seed: int) -> None:
-    """Teacher-forced cross-entropy on the response tokens only (prompt tokens are not learned)."""
+def sft(model, tokenizer, prompts: list[str], responses: list[str], ws, seed: int, hook=None) -> None:
+    """Teacher-forced cross-entropy on the response tokens only (prompt tokens are not learned).
+
+    ``hook(step, phase, loss)``, if given, is called at each step's "forward" (before it), "backward" (after
+    it) and "update" (after the optimizer step): bench/cpu_vendor.py hashes the steps there."""
     gen = torch.Generator().manual_seed(SeedStreams(seed).warmstart)
     pairs = []
     for p, r in zip(prompts, responses, strict=True):
         p_ids = tokenizer.encode(p)
         r_ids = tokenizer.token_ids(r) + [tokenizer.eos_token_id]
         pairs.append((p_ids, r_ids))
-    opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
+    # fused: its sqrt is the CPU's own (exact); the unfused one calls MKL's, which differs by CPU vendor
+    opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0, fused=True)
     model.train()
     for step in range(ws.steps):
         idx = torch.randint(len(pairs), (ws.batch_size,), generator=gen).tolist()
@@ -60,6 +64,8 @@ def sft(model, tokenizer, prompts: list[str], responses: list[str], ws, seed: in
         labels = ids.clone()
         for row, i in enumerate(idx):
             labels[row, : ids.shape[1] - len(pairs[i][1])] = -100  # only the response is learned
+        if hook:
+            hook(step, "forward", None)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, :-1]
         loss = torch.nn.functional.cross_entropy(
@@ -70,8 +76,12 @@ def sft(model, tokenizer, prompts: list[str], responses: list[str], ws, seed: in
             g["lr"] = ws.lr * lr_mult
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if hook:
+            hook(step, "backward", loss)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if hook:
+            hook(step, "update", loss)
 
 
 def load_or_train(cfg, seed: int, model, tokenizer, task) -> str | None:

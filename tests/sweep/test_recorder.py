@@ -105,3 +105,7 @@ def test_run_trial_tells_the_recorder_everything_in_process(tmp_path, compose_cf
     assert seen == ["start"] + ["record"] * 5 + ["done"]  # 4 steps + the final eval
     st = json.loads(store.trial_paths(tmp_path, "v", int(cfg.seed)).status.read_text())
     assert st["status"] == "done" and st["n_records"] == 5 and "node_ip" not in st  # no Ray: no node
+    from ablate.cpu_kernels import cpu, describe
+
+    assert (st["cpu_kernels"], st["cpu"]) == (describe(), cpu())  # what the numbers came from, per trial
+    assert store.load_run(tmp_path)[1]["cpu"].tolist() == [cpu()]  # the report names it (Reproducibility)
