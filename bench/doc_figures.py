@@ -84,7 +84,9 @@ def publish_run(run: Path, name: str) -> None:
     if name == "main_job":
         _main_job_fixture(r, run)
     metric = r.plan["spec"]["metric"]
-    if not len(r.tasks):  # (a task sweep's docs show its tables, not its hundreds of curves)
+    if (
+        not len(r.tasks) and name != "main_job"
+    ):  # (a task sweep's docs show its tables, not its hundreds of curves; the main job's, its table)
         evals = r.metrics[r.metrics[metric].notna()][["variant", "seed", "step", metric]]
         evals.to_csv(FIGURES / f"{name}_evals.csv", index=False)
     for line in update():
