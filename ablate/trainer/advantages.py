@@ -25,7 +25,7 @@ def _std(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
     """Unbiased std (as TRL and verl); a single element has std 0 by decision, not NaN."""
     n = x.numel() if dim is None else x.shape[dim]
     if n < 2:
-        return torch.zeros(()) if dim is None else torch.zeros(x.shape[:dim] + x.shape[dim + 1 :])
+        return x.new_zeros(()) if dim is None else x.new_zeros(x.shape[:dim] + x.shape[dim + 1 :])
     return x.std() if dim is None else x.std(dim=dim)
 
 

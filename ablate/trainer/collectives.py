@@ -53,10 +53,16 @@ def reduce_record(rec: dict, device="cpu") -> dict:
 
 
 def check_ranks_in_sync(model) -> None:
-    """Every rank must end with the same weights (same init, same synced gradients, same optimizer steps)."""
-    with torch.no_grad():  # FSDP: a parameter is a DTensor shard; compare the gathered whole
-        full = [p.full_tensor() if hasattr(p, "full_tensor") else p for p in model.parameters()]
-        local = torch.stack([p.double().sum() for p in full]).to("cpu")
+    """Every rank must end with the same weights (same init, same synced gradients, same optimizer steps).
+
+    Compares one checksum per replicated parameter (DDP); an FSDP shard (a DTensor) is held by one rank only, so
+    there is nothing to compare and nothing is gathered (a full gather of a 7B model on every rank would need
+    its whole size in memory at the end of a trial)."""
+    replicated = [p for p in model.parameters() if not hasattr(p, "to_local")]
+    if not replicated:
+        return
+    with torch.no_grad():
+        local = torch.stack([p.double().sum() for p in replicated]).to("cpu")
     every = all_gather_cat(local.view(1, -1))
     if not torch.equal(every.min(0).values, every.max(0).values):
         raise RuntimeError("data-parallel ranks ended with different weights")

@@ -194,7 +194,8 @@ class Trainer:
 
     # ---- rollout and verification -------------------------------------------------------------------------
     def _verify(self, rb: RolloutBatch, prompt_idx: list[int], problems) -> tuple[torch.Tensor, torch.Tensor]:
-        """-> (rewards (N,), correct (N,)) for rows laid out K per prompt."""
+        """-> (rewards (N,), correct (N,)) for rows laid out K per prompt, on the trainer's device: the verifiers
+        answer in Python floats, and this is where they meet the rollout's tensors."""
         K = len(rb.truncated) // len(prompt_idx)
         t = self.cfg.task
         rewards, correct = [], []
@@ -207,7 +208,7 @@ class Trainer:
             )
             rewards.append(combine_rewards(v, t.reward_scale, t.format_weight, t.process_weight))
             correct.append(v.correct)
-        return torch.tensor(rewards), torch.tensor(correct)
+        return torch.tensor(rewards, device=self.device), torch.tensor(correct, device=self.device)
 
     def _policy_for_sampling(self):
         """FSDP + a backend that samples with the policy: gathered once for the whole rollout, since ranks may
@@ -224,7 +225,7 @@ class Trainer:
         rb = self._rollout(idx, self.train_ids, self.cfg.algo.responses_per_prompt, self.sample_gen)
         r, c = self._verify(rb, idx, self.task.train)
         if self.reward_model is not None:  # the proxy reward; c (the verifier's) stays the gold
-            r = self.reward_model.score_rollout(rb) * self.cfg.task.reward_scale
+            r = self.reward_model.score_rollout(rb).to(self.device) * self.cfg.task.reward_scale
         a, budget = self.cfg.algo, self.cfg.rollout.max_response_length
         # DAPO's soft overlong punishment, on training rewards only (evals score answers)
         if a.overlong_buffer:

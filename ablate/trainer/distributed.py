@@ -3,7 +3,7 @@
 Why one bundle: the Tune trial reserves ``{CPU: launcher.cpus_per_trial, GPU: launcher.gpus_per_trial}`` and
 the ranks are plain processes spawned by the trial (torch.multiprocessing), not Ray tasks, so no nested Ray
 scheduling can wait on resources the trial already holds. NCCL on GPUs (rank r uses cuda:r of the GPUs Ray
-assigned), gloo on CPU (what the tests run).
+assigned) with gloo beside it for CPU tensors, gloo alone on CPU (what the tests run).
 
 Exactness: every rank draws the same P prompts from the seed's sampler and keeps its slice; rewards are
 all-gathered so advantages and reward normalization see the global batch; loss normalizers are global sums
@@ -28,6 +28,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def process_group_backend(cuda: bool) -> str:
+    """The backend spec of a trial's process group: on GPUs NCCL carries CUDA tensors and gloo the CPU ones (the
+    sampler's counts, metric records, the ranks' checksums); an NCCL-only group fails at the first CPU tensor
+    ("No backend type associated with device type cpu")."""
+    return "cpu:gloo,cuda:nccl" if cuda else "gloo"
+
+
 def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue, checkpoint_uri=None) -> None:
     # torchrun's variables: a colocated vLLM engine (external_launcher) joins this process group through them
     os.environ.update(
@@ -38,9 +45,11 @@ def _rank_main(rank: int, size: int, port: int, loop, cfg, seed: int, queue, che
         WORLD_SIZE=str(size),
     )
     cuda = cfg.train.device == "cuda" or (cfg.train.device == "auto" and torch.cuda.is_available())
+    device = {}
     if cuda:
         torch.cuda.set_device(rank)
-    dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=size)
+        device = {"device_id": torch.device("cuda", rank)}  # binds NCCL's communicator to this rank's GPU
+    dist.init_process_group(process_group_backend(cuda), rank=rank, world_size=size, **device)
     try:
         report = (lambda rec: queue.put(("record", rec))) if rank == 0 else None
         # every rank opens the trial's checkpoints (each saves its own generators; rank 0 commits)

@@ -85,7 +85,7 @@ def nonzero_std_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
 
 def keep_all_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     """Every group is trained on, zero-variance ones included (their advantage is 0)."""
-    return torch.ones(rewards.numel() // group_size, dtype=torch.bool)
+    return torch.ones(rewards.numel() // group_size, dtype=torch.bool, device=rewards.device)
 
 
 DYNAMIC_SAMPLING.register("drop_zero_std")(DynamicSampling(nonzero_std_groups))
@@ -142,7 +142,7 @@ def _draw_groups(draw: Draw, sampler: PromptSampler, idx: list[int], K: int, ran
 
 def _rows(groups: torch.Tensor, K: int) -> torch.Tensor:
     """(G,) group indices -> (G*K,) their rows."""
-    return (groups.unsqueeze(1) * K + torch.arange(K)).reshape(-1)
+    return (groups.unsqueeze(1) * K + torch.arange(K, device=groups.device)).reshape(-1)
 
 
 def _equal_batches(parts, rewards, correct, K: int, n_groups: int, pad_id: int):
