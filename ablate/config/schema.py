@@ -26,7 +26,9 @@ class ModelConfig:
     num_heads: int = 4
     max_positions: int = 64
     attn_implementation: str = "eager"  # eager beats sdpa for a 64-wide model on CPU
-    dtype: str = "bfloat16"  # HF models on GPU; CPU always computes in float32
+    # an HF model's compute dtype, on every device; its trainable weights are float32 masters and its frozen
+    # copies (KL reference, vLLM) are held in it (ablate/trainer/precision.py)
+    dtype: str = "bfloat16"
     # bfloat16: the update's forward and backward, and the old/reference logprobs, run under torch.autocast
     # (weights and AdamW stay in float32). On CPUs with AMX/AVX512-bf16 it halves the update of a real model;
     # sampling stays in float32 (autocast re-casts every weight per decoded token: slower: bench/real_model.py)
@@ -194,6 +196,10 @@ class TrainConfig:
     # normalizers are the optimizer step's). With micro_batch_size > 0 an epoch takes
     # ceil(rows / (micro_batch_size * grad_accum)) optimizer steps; with 0, one step split grad_accum ways.
     eval_every: int = 10
+    # The scoring passes (pi_old, reference, behaviour logprobs; the reward model) run this many padded tokens
+    # at a time, so their float32 logits stay bounded whatever the batch (0 = the whole batch in one forward,
+    # the embedded model's default; model=hf and the GPU presets set one)
+    logprob_tokens_per_chunk: int = 0
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 1  # torch threads (split over ranks); 0 leaves torch's default
     world_size: int = 1  # data-parallel ranks in one trial (one per GPU; gloo processes on CPU)

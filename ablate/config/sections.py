@@ -150,6 +150,8 @@ def check_train(cfg) -> None:
     _at_least("train.checkpoint_keep", tr.checkpoint_keep, 1)
     if tr.checkpoint_every > 0 and not tr.checkpoint_dir:
         _fail("train.checkpoint_dir", tr.checkpoint_dir, "must be a folder or a URI when checkpoints are on")
+    if tr.checkpoint_every > 0 and "://" in tr.checkpoint_dir:
+        _check_checkpoint_uri(tr.checkpoint_dir)
     if tr.world_size > 1:
         if tr.prompts_per_step % tr.world_size:
             _fail(
@@ -251,3 +253,15 @@ def validate_trial(cfg) -> None:
     """Check every value a trial depends on. Raises ConfigError naming key, value and what is allowed."""
     for check in TRIAL_CHECKS:
         check(cfg)
+
+
+def _check_checkpoint_uri(uri: str) -> None:
+    """A checkpoint URI's filesystem must open here, at launch: a sharded (FSDP) save goes through fsspec, which
+    needs s3fs for s3:// and gcsfs for gs://, and a missing one ended a 7B trial at its first save, hours in."""
+    import fsspec
+
+    scheme = uri.split("://", 1)[0]
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except (ImportError, ValueError) as e:
+        _fail("train.checkpoint_dir", uri, f"its filesystem does not open here: {e}")

@@ -22,6 +22,7 @@ HASHED_WHEN_SET = {
     "task": {"modules": ["arithmetic__add_or_sub"], "difficulty": [0.0, 0.1], "format_noise": 0.0},
     "model": {"autocast": "none"},
     "rollout": {"overlap": "off"},
+    "train": {"logprob_tokens_per_chunk": 0},
     "algo": {
         "ratio_level": "token",
         "dual_clip": 0.0,

@@ -28,14 +28,14 @@ from ablate.trainer.loop import Diverged, TrialResult, run_trial
 from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, kl_reward_penalty
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
-from ablate.trainer.precision import compute_context
+from ablate.trainer.precision import AUTOCAST_DTYPES, compute_context, compute_mode, frozen_dtype
 from ablate.trainer.rewards import VERIFIERS, combine_rewards, overlong_penalty
 from ablate.trainer.rollout import RolloutBatch, SamplingParams, build_backend
 from ablate.trainer.sampling import PromptSampler, ReuseBuffer, collect_groups
 from ablate.trainer.schedules import entropy_coef_at, lr_multiplier
 from ablate.trainer.seeds import SeedStreams
 from ablate.trainer.tasks import drop_overlong, load_task
-from ablate.trainer.update import Batch, PolicyUpdate, logprobs, several_passes
+from ablate.trainer.update import Batch, PolicyUpdate, chunked_logprobs, several_passes
 from ablate.trainer.warmstart import load_or_train
 
 
@@ -74,7 +74,8 @@ class Trainer:
         self.cfg, self.seed = as_object(cfg), seed
         self._setup_process()
         self._setup_policy()
-        self.backend = build_backend(self.cfg.rollout, self.model, self.tok)
+        self.engine_dtype = str(frozen_dtype(self.cfg.model)).removeprefix("torch.")
+        self.backend = build_backend(self.cfg.rollout, self.model, self.tok, self.engine_dtype)
         self.sampling_backend = self.backend  # what training rollouts sample with (overlap: the copy's)
         self._setup_overlap()
         self._setup_parallel()
@@ -90,7 +91,7 @@ class Trainer:
         self.device = t.device if t.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
         if self.device == "cuda" and self.world > 1:
             self.device = f"cuda:{self.rank}"
-        self.compute = compute_context(self.cfg.model.autocast, self.device)
+        self.compute = compute_context(compute_mode(self.cfg.model), self.device)
 
     def _setup_policy(self) -> None:
         """Task, tokenizer, the seed's initial weights, warm start; the reference only if KL needs one."""
@@ -103,7 +104,8 @@ class Trainer:
         self.kl_place = KL_PLACEMENTS[cfg.algo.kl.mode]
         self.ref = None
         if self.kl_place.needs_reference:
-            self.ref = copy.deepcopy(self.model).eval().requires_grad_(False)
+            ref = copy.deepcopy(self.model).eval().requires_grad_(False)
+            self.ref = ref.to(frozen_dtype(cfg.model))  # frozen: no master copy needed
 
     def _setup_overlap(self) -> None:
         """rollout.overlap=one_step: a frozen copy of the policy samples step t+1's rollouts in a second thread
@@ -114,7 +116,7 @@ class Trainer:
         from concurrent.futures import ThreadPoolExecutor
 
         self.gen_model = copy.deepcopy(self.model).eval().requires_grad_(False)
-        self.sampling_backend = build_backend(self.cfg.rollout, self.gen_model, self.tok)
+        self.sampling_backend = build_backend(self.cfg.rollout, self.gen_model, self.tok, self.engine_dtype)
         self.generator_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ablate-rollout")
 
     def _collect_behaviour(self):
@@ -143,9 +145,10 @@ class Trainer:
         on_gpu = self.device.startswith("cuda")
         self.sharded = self.world > 1 and self.cfg.train.parallel == "fsdp"
         if self.sharded:
-            shard_model(self.model, on_gpu)
+            dtype = AUTOCAST_DTYPES[compute_mode(self.cfg.model)]
+            shard_model(self.model, dtype)
             if self.ref is not None:
-                shard_model(self.ref, on_gpu)
+                shard_model(self.ref, dtype)
         elif self.world > 1:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -239,8 +242,12 @@ class Trainer:
         P, K, ds = c.train.prompts_per_step, c.algo.responses_per_prompt, c.algo.dynamic_sampling
         return collect_groups(self._draw, self.sampler, ds, P, K, pad, self.rank, self.world)
 
-    def _logp(self, model, rb: RolloutBatch, rows=None, with_entropy=False):
-        return logprobs(model, rb, self.cfg.rollout.temperature, rows, with_entropy)
+    def _logp(self, model, rb: RolloutBatch, with_entropy=False):
+        """A scoring pass (no gradient) over the whole batch, ``train.logprob_tokens_per_chunk`` at a time."""
+        t = self.cfg.train
+        return chunked_logprobs(
+            model, rb, self.cfg.rollout.temperature, t.logprob_tokens_per_chunk, with_entropy
+        )
 
     # ---- one iteration ------------------------------------------------------------------------------------
     def step(self, step: int) -> dict:

@@ -21,15 +21,16 @@ from contextlib import contextmanager
 import torch
 
 
-def shard_model(model, cuda: bool):
+def shard_model(model, compute_dtype: torch.dtype | None = None):
     """Shard each decoder layer, then the root (embeddings, final norm, tied lm_head stay together in the root
-    group, so weight tying survives). bf16 compute with fp32 gradient reduction on CUDA only: bf16 matmuls on
-    CPU are slow and would break the exactness tests."""
+    group, so weight tying survives). With a compute dtype (trainer/precision.py's policy, on every device) the
+    gathered parameters are cast to it and gradients reduced in float32; the sharded parameters, which the
+    optimizer steps, stay the float32 masters."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     kw = {}
-    if cuda:
-        kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    if compute_dtype is not None:
+        kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     for layer in model.model.layers:
         fully_shard(layer, **kw)
     fully_shard(model, **kw)

@@ -112,8 +112,9 @@ def tiny_config(model_cfg, vocab_size: int, **extra):
 
 
 def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
-    """The tiny model is initialized from ``seed`` (``SeedStreams.model_init``: same seed -> same weights in
-    every variant)."""
+    """The trainable policy, in float32 (the master weights; ``model.dtype`` is what it computes in). The tiny
+    model is initialized from ``seed`` (``SeedStreams.model_init``: same seed -> same weights in every
+    variant)."""
     import transformers
 
     transformers.logging.set_verbosity_error()
@@ -127,11 +128,8 @@ def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
     else:
         from transformers import AutoModelForCausalLM
 
-        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
-            model_cfg.dtype
-        ]
-        if device == "cpu" and dtype != torch.float32:
-            dtype = torch.float32  # bf16 matmuls on CPU are slow and lossy; bf16 is for GPUs
+        # float32 master weights whatever model.dtype says: it is the compute dtype (trainer/precision.py)
+        dtype = torch.float32
         model = AutoModelForCausalLM.from_pretrained(
             model_path(model_cfg), dtype=dtype, attn_implementation=model_cfg.attn_implementation
         )

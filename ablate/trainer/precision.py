@@ -1,4 +1,15 @@
-"""The update's compute precision (``model.autocast``): mixed precision with float32 master weights.
+"""The dtype policy, the same on every device: the trainable policy holds float32 master weights (what AdamW
+updates), the scoring forwards compute in ``compute_mode(model_cfg)``, and frozen copies (the KL reference,
+vLLM's engine) are held in ``model.dtype``.
+
+Why float32 masters: an Adam step moves a weight by about lr, and a bfloat16 weight changes only if that is
+more than half its last place: at lr 2e-6 only weights below ~2^-11 in magnitude move (under 2 % of a
+pretrained model's, no norm weight), so a bf16 policy updated in place barely learns at the papers' rates
+(tests/real/test_master_weights.py measures both). verl loads its actor in float32 for this reason.
+
+The compute dtype: ``model.dtype`` for a real model (bfloat16 by default for model=hf, on CPU as on GPU, so
+CPU tests see the arithmetic GPUs do); ``model.autocast`` adds bfloat16 compute to a float32 model (the
+embedded one computes in float32 unless asked).
 
 Why: on a CPU with AMX or AVX512-bf16 the forward and backward of a real model run ~2x faster under bfloat16
 autocast, while the weights, gradients and AdamW states stay in float32. Only the passes that score
@@ -16,7 +27,22 @@ from collections.abc import Callable
 
 import torch
 
-AUTOCAST_DTYPES = {"none": None, "bfloat16": torch.bfloat16}
+AUTOCAST_DTYPES = {"none": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def compute_mode(model_cfg) -> str:
+    """The scoring forwards' autocast mode: a real model's ``model.dtype`` when below float32, else
+    ``model.autocast``."""
+    if model_cfg.name != "tiny" and model_cfg.dtype != "float32":
+        return model_cfg.dtype
+    return model_cfg.autocast
+
+
+def frozen_dtype(model_cfg) -> torch.dtype:
+    """What a frozen copy of the policy (the KL reference) is held in: ``model.dtype`` (the embedded model is
+    float32 by construction)."""
+    return torch.float32 if model_cfg.name == "tiny" else DTYPES[model_cfg.dtype]
 
 
 def compute_context(mode: str, device: str) -> Callable[[], contextlib.AbstractContextManager]:

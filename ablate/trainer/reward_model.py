@@ -147,6 +147,7 @@ class RewardScorer:
 
     def __init__(self, cfg, tokenizer, task, device: str = "cpu"):
         self.tok, self.device = tokenizer, device
+        self.tokens_per_chunk = cfg.train.logprob_tokens_per_chunk  # one bound for every scoring forward
         rm = cfg.algo.reward_model
         if rm.name:  # a real reward model: its own tokenizer reads the decoded text
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -171,6 +172,14 @@ class RewardScorer:
 
     @torch.no_grad()
     def __call__(self, prompt_ids: list[list[int]], completion_ids: list[list[int]]) -> torch.Tensor:
+        """(N,) rewards, ``train.logprob_tokens_per_chunk`` padded tokens per forward (0: all rows at once)."""
+        width = max(len(p) + len(c) for p, c in zip(prompt_ids, completion_ids, strict=True))
+        n = len(prompt_ids)
+        per = n if self.tokens_per_chunk <= 0 else max(1, self.tokens_per_chunk // max(width, 1))
+        parts = [self._score(prompt_ids[i : i + per], completion_ids[i : i + per]) for i in range(0, n, per)]
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+    def _score(self, prompt_ids: list[list[int]], completion_ids: list[list[int]]) -> torch.Tensor:
         if self.embedded is not None:
             ids, mask = _right_pad(
                 [p + c for p, c in zip(prompt_ids, completion_ids, strict=True)], self.tok.pad_token_id

@@ -55,6 +55,27 @@ def logprobs(model, rb: RolloutBatch, temperature: float, rows=None, with_entrop
     )
 
 
+def chunk_rows(rb: RolloutBatch, tokens_per_chunk: int) -> list[torch.Tensor]:
+    """Row indices in consecutive chunks of at most ``tokens_per_chunk`` padded tokens (at least one row each);
+    one chunk when the budget is 0 or holds the whole batch."""
+    n, width = rb.completion_ids.shape[0], rb.prompt_ids.shape[1] + rb.completion_ids.shape[1]
+    per = n if tokens_per_chunk <= 0 else max(1, tokens_per_chunk // width)
+    return list(torch.arange(n).split(per))
+
+
+@torch.no_grad()
+def chunked_logprobs(model, rb: RolloutBatch, temperature: float, tokens_per_chunk: int, with_entropy=False):
+    """``logprobs`` of every row without a gradient, a token budget at a time: the scoring passes (pi_old, the
+    reference, the behaviour copy) of a whole rollout batch would otherwise hold (rows x length x vocab) float32
+    logits at once (~0.3 TB per rank for the 7B preset's batch); TRL and verl bound this forward too."""
+    chunks = chunk_rows(rb, tokens_per_chunk)
+    if len(chunks) == 1:
+        return logprobs(model, rb, temperature, None, with_entropy)
+    parts = [logprobs(model, rb, temperature, rows, with_entropy) for rows in chunks]
+    ent = None if parts[0][1] is None else torch.cat([e for _, e in parts])
+    return torch.cat([lp for lp, _ in parts]), ent
+
+
 def opt_steps_per_epoch(rows: int, train_cfg) -> int:
     t = train_cfg
     return 1 if t.micro_batch_size == 0 else math.ceil(rows / (t.micro_batch_size * t.grad_accum))

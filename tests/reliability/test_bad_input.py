@@ -120,6 +120,10 @@ BAD = [
     ),
     (["sweep=smoke", "ray.address=127.0.0.1:1"], "ray.address='127.0.0.1:1': no Ray cluster answers"),
     (["sweep=smoke", "ray.address=nonsense"], "ray.address='nonsense': expected host:port"),
+    (  # s3fs is not installed here: a sharded save to s3:// would fail at the first checkpoint, hours in
+        ["sweep=smoke", "train.checkpoint_every=5", "train.checkpoint_dir=s3://bucket/ckpt"],
+        "train.checkpoint_dir='s3://bucket/ckpt': its filesystem does not open here: Install s3fs",
+    ),
     (["sweep=smoke", "launcher.cpus_per_trial=4096"], "launcher.cpus_per_trial=4096.0: more than the"),
     (["sweep=smoke", "algo.responses_per_prompt=100000"], "add force=true"),
     (["sweep=technique_matrix", "entropy=off"], "makes variant 'entropy_off' identical to the baseline"),

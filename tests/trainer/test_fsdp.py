@@ -41,7 +41,7 @@ def _one_update(model_cfg, mode: str, rank: int, world: int) -> dict:
     """One clipped AdamW step on this rank's rows (all rows on one process), as Trainer.update does it."""
     model = build_model(model_cfg, VOCAB, seed=0)
     if world > 1:
-        shard_model(model, cuda=False)
+        shard_model(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
     prompts, completions, mask, adv = _data()
     rows = slice(rank * N // world, (rank + 1) * N // world)

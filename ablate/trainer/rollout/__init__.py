@@ -11,7 +11,9 @@ from ablate.trainer.rollout.batch import ROLLOUT_BACKENDS, RolloutBatch, Samplin
 __all__ = ["ROLLOUT_BACKENDS", "RolloutBatch", "SamplingParams", "build_backend", "left_pad"]
 
 
-def build_backend(rollout_cfg, model, tokenizer):
+def build_backend(rollout_cfg, model, tokenizer, engine_dtype: str = "float32"):
+    """``engine_dtype``: what an engine holding its own weights (vLLM) holds them in, ``model.dtype``; the
+    policy itself is float32 (trainer/precision.py)."""
     from ablate.trainer.rollout import hf, vllm  # noqa: F401  (registers)
 
-    return ROLLOUT_BACKENDS[rollout_cfg.backend](rollout_cfg, model, tokenizer)
+    return ROLLOUT_BACKENDS[rollout_cfg.backend](rollout_cfg, model, tokenizer, engine_dtype)

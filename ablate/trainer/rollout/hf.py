@@ -129,7 +129,7 @@ class HFRollout:
     # sampling runs the policy's forward: an FSDP policy is gathered around generate()
     needs_full_policy = True
 
-    def __init__(self, rollout_cfg, model, tokenizer):
+    def __init__(self, rollout_cfg, model, tokenizer, engine_dtype: str = "float32"):
         self.model, self.tok = model, tokenizer
 
     def generate(

@@ -75,7 +75,7 @@ class VLLMRollout:
     # the engine holds its own copy of the weights: an FSDP policy need not be gathered around generate()
     needs_full_policy = False
 
-    def __init__(self, rollout_cfg, model, tokenizer):
+    def __init__(self, rollout_cfg, model, tokenizer, engine_dtype: str = "float32"):
         vllm = require_vllm()
         # engine in this process, so weights load into it directly
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -91,7 +91,7 @@ class VLLMRollout:
         self.sleep_mode = rollout_cfg.enable_sleep_mode and has_sleep()
         kwargs = dict(
             model=name,
-            dtype=str(model.dtype).replace("torch.", ""),
+            dtype=engine_dtype,  # model.dtype; the trainer's policy is the float32 master
             gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
             tensor_parallel_size=rollout_cfg.tensor_parallel_size,
             enable_sleep_mode=self.sleep_mode,

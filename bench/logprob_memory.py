@@ -1,0 +1,63 @@
+"""Peak memory of the old-logprob pass against the number of rows, chunked or not (train.logprob_tokens_per_chunk).
+
+`python -m bench.logprob_memory --rows 8 32 --chunk 0 512` runs each (rows, chunk) pair in a fresh process (peak
+RSS only grows, so one process per figure) on a random-weight Llama with SmolLM2's 49,152-token vocabulary and
+prints one JSON line per pair: the peak RSS above the loaded model, in MiB. tests/trainer/test_logprob_chunks.py
+reads the same figures: chunked, the peak is flat in the rows; unchunked, it grows with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+
+VOCAB, PROMPT, RESPONSE = 49152, 16, 48
+
+
+def _measure(rows: int, chunk: int) -> dict:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from ablate.trainer.rollout import RolloutBatch
+    from ablate.trainer.update import chunked_logprobs
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128)  # fmt: skip
+    model = LlamaForCausalLM(cfg).eval()
+    ids = torch.randint(3, VOCAB, (rows, PROMPT + RESPONSE))
+    rb = RolloutBatch(ids[:, :PROMPT], torch.ones(rows, PROMPT, dtype=torch.long), ids[:, PROMPT:],
+                      torch.ones(rows, RESPONSE), torch.zeros(rows, RESPONSE), torch.zeros(rows, dtype=torch.bool))  # fmt: skip
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    logp, _ = chunked_logprobs(model, rb, 1.0, chunk)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"rows": rows, "chunk": chunk, "peak_mib": round((peak - base) / 1024, 1),
+            "logits_mib_per_row": round(RESPONSE * VOCAB * 4 / 2**20, 1), "checksum": float(logp.double().sum())}  # fmt: skip
+
+
+def measure(rows: int, chunk: int) -> dict:
+    """One figure, in its own process."""
+    out = subprocess.run([sys.executable, "-m", "bench.logprob_memory", "--one", str(rows), str(chunk)],
+                         capture_output=True, text=True, check=True, timeout=300)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, nargs="+", default=[8, 32])
+    ap.add_argument("--chunk", type=int, nargs="+", default=[0, 512], help="tokens per chunk (0 = one pass)")
+    ap.add_argument("--one", type=int, nargs=2, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        print(json.dumps(_measure(*a.one)))
+        return
+    for chunk in a.chunk:
+        for rows in a.rows:
+            print(json.dumps(measure(rows, chunk)))
+
+
+if __name__ == "__main__":
+    main()
