@@ -159,12 +159,17 @@ def check_train(cfg) -> None:
                 tr.prompts_per_step,
                 f"must be divisible by train.world_size={tr.world_size}",
             )
-        if r.backend == "vllm" and r.tensor_parallel_size != 1:
-            _fail(
-                "rollout.tensor_parallel_size",
-                r.tensor_parallel_size,
-                f"must be 1 with train.world_size={tr.world_size} (one vLLM engine per rank)",
-            )
+    if r.backend == "vllm" and r.tensor_parallel_size != 1:
+        # several ranks: one engine per rank; one rank: a tensor-parallel engine runs its workers in processes,
+        # and the weight sync's iterator (a generator over the policy's tensors) cannot be sent to them
+        why = (
+            "one vLLM engine per rank" if tr.world_size > 1 else "weights are pushed to an in-process engine"
+        )
+        _fail(
+            "rollout.tensor_parallel_size",
+            r.tensor_parallel_size,
+            f"must be 1 with train.world_size={tr.world_size} ({why})",
+        )
     if tr.micro_batch_size == 0 and tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
         _fail(
             "train.grad_accum",

@@ -75,7 +75,11 @@ class Trainer:
         self._setup_process()
         self._setup_policy()
         self.engine_dtype = str(frozen_dtype(self.cfg.model)).removeprefix("torch.")
-        self.backend = build_backend(self.cfg.rollout, self.model, self.tok, self.engine_dtype)
+        prompt = self.cfg.task.max_prompt_length  # 0: unknown, the engine takes the model's context
+        self.max_model_len = prompt + self.cfg.rollout.max_response_length if prompt else None
+        self.backend = build_backend(
+            self.cfg.rollout, self.model, self.tok, self.engine_dtype, self.max_model_len
+        )
         self.sampling_backend = self.backend  # what training rollouts sample with (overlap: the copy's)
         self._setup_overlap()
         self._setup_parallel()
@@ -116,7 +120,9 @@ class Trainer:
         from concurrent.futures import ThreadPoolExecutor
 
         self.gen_model = copy.deepcopy(self.model).eval().requires_grad_(False)
-        self.sampling_backend = build_backend(self.cfg.rollout, self.gen_model, self.tok, self.engine_dtype)
+        self.sampling_backend = build_backend(
+            self.cfg.rollout, self.gen_model, self.tok, self.engine_dtype, self.max_model_len
+        )
         self.generator_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ablate-rollout")
 
     def _collect_behaviour(self):

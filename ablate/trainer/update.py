@@ -8,7 +8,7 @@ whole batch.
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +25,8 @@ from ablate.trainer.losses import (
 )
 from ablate.trainer.policy import sequence_logprobs
 from ablate.trainer.rollout import RolloutBatch
+
+TRIM_MICRO_BATCHES = True  # tests/trainer/test_micro_batches.py turns it off to compare with the padded path
 
 # what update() returns: per optimizer step (loss, grad_norm) or per row (the rest), averaged over the steps
 UPDATE_METRICS = ("loss", "grad_norm", "clip_ratio/low", "clip_ratio/high", "entropy", "approx_kl")
@@ -52,6 +54,25 @@ def logprobs(model, rb: RolloutBatch, temperature: float, rows=None, with_entrop
         sel.completion_mask,
         temperature,
         with_entropy,
+    )
+
+
+def trim(rb: RolloutBatch) -> RolloutBatch:
+    """``rb`` without the columns that are padding in every row: leading prompt columns and completion columns
+    past every row's end. A micro-batch is padded to the whole rollout batch's longest prompt and completion;
+    its own are often much shorter (at 250/600 mean/max lengths ~1.9x of its forward is padding). Exact: the
+    dropped columns are masked for every real token (causal attention never reads later columns; positions
+    come from the mask)."""
+    first = int(rb.prompt_mask.bool().any(0).long().argmax())  # the first column with a real prompt token
+    used = rb.completion_mask.bool().any(0).nonzero()
+    end = int(used.max()) + 1 if len(used) else 1
+    return RolloutBatch(
+        rb.prompt_ids[:, first:],
+        rb.prompt_mask[:, first:],
+        rb.completion_ids[:, :end],
+        rb.completion_mask[:, :end],
+        rb.sample_logprobs[:, :end],
+        rb.truncated,
     )
 
 
@@ -130,48 +151,71 @@ class PolicyUpdate:
         return {k: v / max(n_opt, 1) for k, v in sums.items()}
 
     def _accumulate(self, b: Batch, micros: list[torch.Tensor], ent_coef: float, kl_fn, sums: dict):
-        """One optimizer step's gradient, micro-batch by micro-batch -> (its loss, clipped grad norm)."""
+        """One optimizer step's gradient, micro-batch by micro-batch -> (its loss, clipped grad norm). Ranks
+        synchronize gradients once, in the last micro-batch's backward."""
         self.opt.zero_grad(set_to_none=True)
         mb = torch.cat(micros)
         ns, nt = all_sum([float(len(mb)), float(b.loss_mask[mb].sum())])  # global normalizers
         step_loss = 0.0
-        for micro in micros:
-            step_loss += self._micro_backward(b, micro, ns, nt, ent_coef, kl_fn, sums)
+        for i, micro in enumerate(micros):
+            with self._gradient_sync(i == len(micros) - 1):
+                step_loss += self._micro_backward(b, micro, ns, nt, ent_coef, kl_fn, sums)
         clip = self.cfg.optim.grad_clip if self.cfg.optim.grad_clip > 0 else float("inf")
         gn = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
         return step_loss, gn
 
+    @contextmanager
+    def _gradient_sync(self, last: bool):
+        """DDP's ``no_sync`` / FSDP2's ``set_requires_gradient_sync`` on every micro-batch but the last: the
+        gradients accumulate locally and are reduced once per optimizer step, not once per micro-batch."""
+        if self.world == 1 or last:
+            if hasattr(self.model, "set_requires_gradient_sync"):
+                self.model.set_requires_gradient_sync(True)
+            yield
+        elif hasattr(self.train_model, "no_sync"):  # DDP
+            with self.train_model.no_sync():
+                yield
+        elif hasattr(self.model, "set_requires_gradient_sync"):  # FSDP2
+            self.model.set_requires_gradient_sync(False)
+            yield
+        else:
+            yield
+
     def _micro_backward(self, b: Batch, micro, ns: float, nt: float, ent_coef: float, kl_fn, sums) -> float:
-        """Loss of one micro-batch, backpropagated; its row-weighted metrics are added to ``sums``."""
+        """Loss of one micro-batch, backpropagated; its row-weighted metrics are added to ``sums``. A
+        micro-batch smaller than the batch is trimmed to its own longest prompt and completion."""
         algo = self.cfg.algo
         eps_low = algo.clip.epsilon
         eps_high = algo.clip.epsilon_high if algo.clip.epsilon_high is not None else eps_low
+        rb = b.rollout.select(micro)
+        if TRIM_MICRO_BATCHES and len(micro) < b.advantages.shape[0]:
+            rb = trim(rb)
+        T = rb.completion_ids.shape[1]
         with self.compute():  # the forward only: the backward follows its casts
             logp, ent = logprobs(
                 self.train_model,
-                b.rollout,
+                rb,
                 self.cfg.rollout.temperature,
-                micro,
                 with_entropy="grad" if ent_coef else True,
             )
-        old = b.old_logp[micro] if b.old_logp is not None else logp.detach()
-        m = b.loss_mask[micro]
+        old = b.old_logp[micro][:, :T] if b.old_logp is not None else logp.detach()
+        m = b.loss_mask[micro][:, :T]
         log_ratio = None if algo.ratio_level == "token" else RATIO_LEVELS[algo.ratio_level](logp, old, m)
         pg, low, high = clipped_surrogate(
             logp, old, b.advantages[micro], eps_low, eps_high, algo.dual_clip, log_ratio
         )
         if algo.tis_cap:  # the rollout engine's sampling probabilities vs the trainer's (TRL: after the clip)
-            pg = pg * tis_weights(old, b.rollout.sample_logprobs[micro], algo.tis_cap)
+            pg = pg * tis_weights(old, rb.sample_logprobs, algo.tis_cap)
         if algo.entropy_mask_top < 1:  # the policy gradient on the high-entropy tokens only (TRL's order)
             pg = pg * high_entropy_mask(ent.detach(), m, algo.entropy_mask_top)
         per_tok = pg
         if kl_fn is not None:
-            per_tok = per_tok + algo.kl.coef * kl_fn(logp, b.ref_logp[micro])
+            per_tok = per_tok + algo.kl.coef * kl_fn(logp, b.ref_logp[micro][:, :T])
         if ent_coef:
             per_tok = per_tok - ent_coef * ent
         loss = aggregate_loss(per_tok, m, algo.loss_agg, self.cfg.rollout.max_response_length, ns, nt)
         (loss * self.world).backward()  # DDP/FSDP average gradients over ranks; undo the 1/W
-        cm = b.rollout.completion_mask[micro]
+        cm = rb.completion_mask
         w = len(micro) / ns
         sums["clip_ratio/low"] += w * float(masked_mean(low.float(), cm))
         sums["clip_ratio/high"] += w * float(masked_mean(high.float(), cm))

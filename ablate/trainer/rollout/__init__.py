@@ -11,9 +11,15 @@ from ablate.trainer.rollout.batch import ROLLOUT_BACKENDS, RolloutBatch, Samplin
 __all__ = ["ROLLOUT_BACKENDS", "RolloutBatch", "SamplingParams", "build_backend", "left_pad"]
 
 
-def build_backend(rollout_cfg, model, tokenizer, engine_dtype: str = "float32"):
+def build_backend(
+    rollout_cfg, model, tokenizer, engine_dtype: str = "float32", max_model_len: int | None = None
+):
     """``engine_dtype``: what an engine holding its own weights (vLLM) holds them in, ``model.dtype``; the
-    policy itself is float32 (trainer/precision.py)."""
+    policy itself is float32 (trainer/precision.py). ``max_model_len``: the longest prompt + response a trial
+    asks for (None: unknown)."""
     from ablate.trainer.rollout import hf, vllm  # noqa: F401  (registers)
 
-    return ROLLOUT_BACKENDS[rollout_cfg.backend](rollout_cfg, model, tokenizer, engine_dtype)
+    backend = ROLLOUT_BACKENDS[rollout_cfg.backend]
+    if rollout_cfg.backend == "hf":
+        return backend(rollout_cfg, model, tokenizer, engine_dtype)
+    return backend(rollout_cfg, model, tokenizer, engine_dtype, max_model_len)

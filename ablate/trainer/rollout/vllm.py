@@ -62,6 +62,15 @@ def full_weights(model):
         yield name, t.detach()
 
 
+def engine_context(model_config, needed: int | None) -> int | None:
+    """The engine's max_model_len: what a trial needs (longest prompt + response), capped at the model's
+    context; the model's context when the need is unknown."""
+    ctx = getattr(model_config, "max_position_embeddings", None)
+    if not needed:
+        return ctx
+    return needed if ctx is None else min(needed, ctx)
+
+
 def _engine_model(llm):
     """The engine's torch module (in-process executor), across vLLM releases."""
     executor = llm.llm_engine.model_executor
@@ -75,7 +84,9 @@ class VLLMRollout:
     # the engine holds its own copy of the weights: an FSDP policy need not be gathered around generate()
     needs_full_policy = False
 
-    def __init__(self, rollout_cfg, model, tokenizer, engine_dtype: str = "float32"):
+    def __init__(
+        self, rollout_cfg, model, tokenizer, engine_dtype: str = "float32", max_model_len: int | None = None
+    ):
         vllm = require_vllm()
         # engine in this process, so weights load into it directly
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -95,7 +106,9 @@ class VLLMRollout:
             gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
             tensor_parallel_size=rollout_cfg.tensor_parallel_size,
             enable_sleep_mode=self.sleep_mode,
-            max_model_len=getattr(model.config, "max_position_embeddings", None),
+            # prompt + response (the trainer's bound), not the model's context: a 128k-context model's KV cache
+            # would not fit the engine's share of the card
+            max_model_len=engine_context(model.config, max_model_len),
             seed=0,
             enable_prefix_caching=True,
         )
@@ -115,6 +128,7 @@ class VLLMRollout:
             self.llm = vllm.LLM(**kwargs)
             self.processed_logprobs = False
         self._vllm = vllm
+        self._model = model
         self.sleeping = False
         self.dirty = False
 
@@ -124,17 +138,13 @@ class VLLMRollout:
         self._model = model
 
     def _load_weights(self) -> None:
-        """In-place reload through the worker (vLLM >= 0.11): it re-runs the loader's weight processing, so
-        every layer kind gets its weights. Calling the model's own ``load_weights`` skips that and fails on the
-        CPU build ('Parameter' object has no attribute 'weight_loader') with the engine half-updated; it stays
-        only as the fallback for releases whose workers lack ``reload_weights``."""
-        try:
-            self.llm.collective_rpc(
-                "reload_weights",
-                kwargs={"weights_iterator": full_weights(self._model), "is_checkpoint_format": True},
-            )
-        except (NotImplementedError, AttributeError):  # older vLLM: no reload_weights / collective_rpc
-            _engine_model(self.llm).load_weights(full_weights(self._model))
+        """In-place reload through the worker (vLLM 0.32, the extra's pin): it re-runs the loader's weight
+        processing, so every layer kind gets its weights. One API, never retried: a retry after a partial
+        failure would restart the iterator's all-gathers on one rank only (an FSDP hang until the watchdog)."""
+        self.llm.collective_rpc(
+            "reload_weights",
+            kwargs={"weights_iterator": full_weights(self._model), "is_checkpoint_format": True},
+        )
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()  # cached KV of the old weights must not be reused
         self.dirty = False
@@ -152,8 +162,11 @@ class VLLMRollout:
         self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator
     ) -> RolloutBatch:
         if self.sleeping:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()  # the update's freed blocks go back to the card before vLLM claims them
             self.llm.wake_up()
             self.sleeping = False
+            self.dirty = True  # level 2 discarded the engine's weights: they are pushed again below
         if self.dirty:
             self._load_weights()
         # one seed per request from the trial's generator: repeatable, and different across trial seeds
@@ -174,7 +187,9 @@ class VLLMRollout:
         inputs = [{"prompt_token_ids": p} for p in prompts]
         outputs = self.llm.generate(inputs, sps, use_tqdm=False)
         if self.sleep_mode:
-            self.llm.sleep(level=1)
+            # level 2 drops the weights instead of copying them to host memory and back (15 GB each way for a
+            # 7B model every step): the policy's weights are pushed after every update anyway
+            self.llm.sleep(level=2)
             self.sleeping = True
         return self._to_batch(prompts, outputs, params.max_new_tokens)
 
