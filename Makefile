@@ -23,7 +23,7 @@ STAMP       := $(VENV)/.installed-$(DEPS_SUM)
 DEV_STAMP   := $(VENV)/.installed-dev-$(DEPS_SUM)
 BENCH_STAMP := $(VENV)/.installed-bench-$(DEPS_SUM)
 
-.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-check bench bench-real docs lock lint format clean
+.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-wheels gpu-check bench bench-real docs lock lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -84,8 +84,17 @@ slurm-up:  ## a one-node SLURM here, for tests/sweep/test_slurm.py
 slurm-down:  ## stop the daemons slurm-up started
 	bash examples/slurm/local-cluster.sh down
 
-gpu-check: install  ## the GPU paths CI cannot run (CUDA bf16 trial, NCCL DDP/FSDP, vLLM CUDA): one short script
-	$(PY) -m bench.gpu_check
+# An air-gapped GPU node has torch and transformers but no index: gpu-wheels (run where pip reaches one) builds the
+# pure-Python wheels gpu-check needs into .gpu-wheels/ (~0.4 MB, to copy with the tree); gpu-check installs
+# nothing from an index and runs with the node's own python (GPU_PYTHON), no Ray, no vLLM.
+GPU_PYTHON ?= python3
+gpu-wheels:  ## hydra-core, omegaconf, antlr4 as wheels in .gpu-wheels/, for gpu-check on a node without network
+	$(PIP) wheel -q --no-deps -w .gpu-wheels $$(grep -iE '^(hydra-core|omegaconf|antlr4-python3-runtime)==' requirements/cpu-lock.txt)
+
+gpu-check:  ## the GPU paths CI cannot run, on a GPU node without network (bench/gpu_check.py; needs gpu-wheels)
+	@test -d .gpu-wheels || { echo "no .gpu-wheels/: run 'make gpu-wheels' where pip reaches an index, bring the folder"; exit 2; }
+	$(GPU_PYTHON) -m pip install -q --no-index --no-deps --target .gpu-site .gpu-wheels/*.whl
+	PYTHONPATH=$(CURDIR):$(CURDIR)/.gpu-site $(GPU_PYTHON) -m bench.gpu_check
 
 bench: $(BENCH_STAMP)  ## benchmarks (TRL included): prints a table, writes bench/results/*.json
 	$(PY) -m bench
