@@ -15,6 +15,10 @@ from typing import Any
 
 from ablate.config.checks import _at_least, _fail, _one_of, _positive
 
+# the engines of trials that share a GPU together, as a share of it: the rest holds the policies' CUDA contexts,
+# weights, gradients and activations
+MAX_SHARED_UTILIZATION = 0.9
+
 
 def validate_launch(cfg) -> None:
     """Checks on the run as a whole (launcher, logger, seeds), beyond one trial's values."""
@@ -47,6 +51,18 @@ def validate_launch(cfg) -> None:
             g,
             f"a fraction of a GPU packs single-process trials only, not train.world_size={cfg.train.world_size}",
         )
+    if 0 < g < 1 and cfg.rollout.backend == "vllm":
+        # each trial's engine takes gpu_memory_utilization of the WHOLE card: trials sharing one must fit
+        per_gpu = int(1 / g + 1e-9)
+        util = cfg.rollout.gpu_memory_utilization
+        if per_gpu * util > MAX_SHARED_UTILIZATION:
+            _fail(
+                "rollout.gpu_memory_utilization",
+                util,
+                f"{per_gpu} trials share a GPU (launcher.gpus_per_trial={g}) and each vLLM engine takes this share "
+                f"of the whole card: {per_gpu} x {util} > {MAX_SHARED_UTILIZATION}; give each at most "
+                f"{MAX_SHARED_UTILIZATION / per_gpu:.2f}",
+            )
     if cfg.launcher.gpu_memory_gb is not None:
         _positive("launcher.gpu_memory_gb", cfg.launcher.gpu_memory_gb)
     if cfg.launcher.num_gpus is not None:

@@ -32,6 +32,9 @@ STEP_METRICS = (
     "tokens/total",
     "sampling/groups_drawn",
     "sampling/groups_kept",
+    # mean |trainer logprob - rollout logprob| of the sampled tokens, when pi_old is scored (several passes or
+    # KL): bf16 compute, a vLLM engine and top-p all open it; tis=on corrects the ratio for it
+    "rollout/logprob_gap",
 )
 EVAL_METRICS = ("eval/positive_rate",)
 METRICS = EVAL_METRICS + STEP_METRICS

@@ -117,8 +117,10 @@ def card_bytes(launcher) -> float | None:
     return None
 
 
-def plan_trial(cfg, world: int, card: float | None) -> MemoryPlan | None:
-    """Memory per GPU and estimated seconds per step of one trial config (None: the shape is unknown)."""
+def plan_trial(cfg, world: int, card: float | None, whole_card: float | None = None) -> MemoryPlan | None:
+    """Memory per GPU and estimated seconds per step of one trial config (None: the shape is unknown). ``card``:
+    the bytes the trial may use (its fraction of a shared GPU); ``whole_card``: the GPU's, of which vLLM's
+    ``gpu_memory_utilization`` is a share (default ``card``)."""
     s = model_shape(cfg.model)
     if s is None:
         return None
@@ -142,7 +144,8 @@ def plan_trial(cfg, world: int, card: float | None) -> MemoryPlan | None:
     activations += tokens * s.vocab * 4
     static = weights + grads + optimizer
     if cfg.rollout.backend == "vllm":
-        rollout = cfg.rollout.gpu_memory_utilization * card if card is not None else 0.0
+        whole = whole_card if whole_card is not None else card  # vLLM's share is of the whole GPU
+        rollout = cfg.rollout.gpu_memory_utilization * whole if whole is not None else 0.0
         sleeps = cfg.rollout.enable_sleep_mode
         total = static + (max(activations, rollout) if sleeps else activations + rollout)
     else:
@@ -187,10 +190,10 @@ def plan_sweep(plan, cfg) -> MemoryPlan | None:
     cfgs = [c for c in map(OmegaConf.create, first.values()) if model_shape(c.model) is not None]
     if not cfgs:
         return None
-    card = card_bytes(cfg.launcher)
+    whole = card = card_bytes(cfg.launcher)
     if card is not None and 0 < cfg.launcher.gpus_per_trial < 1:  # packed trials: each has its fraction
         card *= cfg.launcher.gpus_per_trial
-    plans = [plan_trial(c, world, card) for c in cfgs]
+    plans = [plan_trial(c, world, card, whole) for c in cfgs]
     slowest = max(mp.step_seconds for mp in plans)  # the time estimate is the slowest variant's
     ck = max(plans, key=lambda mp: (mp.checkpoint_storage, mp.checkpoint_seconds))  # and the largest storage
     return replace(max(plans, key=lambda mp: mp.total), step_seconds=slowest, checkpoint_every=ck.checkpoint_every,

@@ -25,7 +25,7 @@ from ablate.trainer.collectives import all_gather_cat, all_sum, rank_and_size, r
 from ablate.trainer.distributed import train_data_parallel
 from ablate.trainer.fsdp import full_params, load_sharded_state, shard_model, sharded_state
 from ablate.trainer.loop import Diverged, TrialResult, run_trial
-from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, kl_reward_penalty
+from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, kl_reward_penalty, masked_mean
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
 from ablate.trainer.precision import AUTOCAST_DTYPES, compute_context, compute_mode, frozen_dtype
@@ -74,19 +74,14 @@ class Trainer:
         self.cfg, self.seed = as_object(cfg), seed
         self._setup_process()
         self._setup_policy()
-        self.engine_dtype = str(frozen_dtype(self.cfg.model)).removeprefix("torch.")
-        prompt = self.cfg.task.max_prompt_length  # 0: unknown, the engine takes the model's context
-        self.max_model_len = prompt + self.cfg.rollout.max_response_length if prompt else None
-        self.backend = build_backend(
-            self.cfg.rollout, self.model, self.tok, self.engine_dtype, self.max_model_len
-        )
-        self.sampling_backend = self.backend  # what training rollouts sample with (overlap: the copy's)
-        self._setup_overlap()
         self._setup_parallel()
+        self._setup_backend()
+        self._setup_overlap()
         self._setup_optimizer()
         self._setup_sampling()
 
-    # ---- setup (in this order: the reference copies the warm-started policy, sharding precedes the optimizer)
+    # ---- setup (in this order: the reference copies the warm-started policy; sharding precedes the rollout engine,
+    # whose free-memory check must see the sharded policy and reference, and the optimizer)
     def _setup_process(self) -> None:
         t = self.cfg.train
         if t.threads > 0:
@@ -110,6 +105,17 @@ class Trainer:
         if self.kl_place.needs_reference:
             ref = copy.deepcopy(self.model).eval().requires_grad_(False)
             self.ref = ref.to(frozen_dtype(cfg.model))  # frozen: no master copy needed
+
+    def _setup_backend(self) -> None:
+        """The rollout backend; an engine holding its own weights (vLLM) holds them in model.dtype, with room for
+        the longest prompt + response."""
+        self.engine_dtype = str(frozen_dtype(self.cfg.model)).removeprefix("torch.")
+        prompt = self.cfg.task.max_prompt_length  # 0: unknown, the engine takes the model's context
+        self.max_model_len = prompt + self.cfg.rollout.max_response_length if prompt else None
+        self.backend = build_backend(
+            self.cfg.rollout, self.model, self.tok, self.engine_dtype, self.max_model_len
+        )
+        self.sampling_backend = self.backend  # what training rollouts sample with (overlap: the copy's)
 
     def _setup_overlap(self) -> None:
         """rollout.overlap=one_step: a frozen copy of the policy samples step t+1's rollouts in a second thread
@@ -306,6 +312,9 @@ class Trainer:
             current = self._logp(self.model, rb)[0] if need_old else None
             ref_logp = self._logp(self.ref, rb)[0] if self.ref is not None else None
         old_logp = behaviour_logp if behaviour_logp is not None else current
+        if current is not None:  # the engine's sampling logprobs vs the trainer's: what tis=on corrects for
+            gap = masked_mean((current - rb.sample_logprobs).abs(), rb.completion_mask)
+            info = {**info, "rollout/logprob_gap": float(gap)}
         kl_seq = None
         if ref_logp is not None:
             k = KL_ESTIMATORS[algo.kl.estimator](current, ref_logp)  # (N, T)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ablate.registry import Registry
 from ablate.trainer.tasks import Problem
+from ablate.trainer.timeouts import call_with_timeout
 
 VERIFIERS = Registry("reward verifier", "task.verifier")
 
@@ -62,21 +63,38 @@ def verify_math(text: str, problem: Problem, open_: str = "\\boxed{", close: str
     if candidate is None:
         return Verdict(0.0, 0.0, 0.0)
     try:
-        from math_verify import parse, verify
+        import math_verify  # noqa: F401  (the 'data' extra; without it, the numeric comparison below)
 
-        # math-verify's timeouts use signal.alarm, which only works in the main thread; a Ray Tune trial
-        # runs in a thread, where every parse would raise. There: no timeout (answers here are short).
-        t = 5 if threading.current_thread() is threading.main_thread() else None
-        if t is None:
-            logging.getLogger("math_verify").setLevel(logging.ERROR)  # "timeout is disabled", once per call
-        ok = bool(verify(parse(f"${problem.answer}$", parsing_timeout=t), parse(f"${candidate}$", parsing_timeout=t),
-                         timeout_seconds=t))  # fmt: skip
+        if threading.current_thread() is threading.main_thread():
+            ok = _math_verify(problem.answer, candidate, MATH_VERIFY_SECONDS)  # math-verify's own alarm
+        else:  # a Ray Tune trial's thread: no alarm there, so a worker process that is killed on overrun
+            try:
+                ok = call_with_timeout(_math_verify, (problem.answer, candidate, None), MATH_VERIFY_SECONDS)
+            except TimeoutError:
+                ok = False
     except ImportError:
         try:
             ok = abs(float(candidate) - float(problem.answer.replace(",", ""))) < 1e-6
         except ValueError:
             ok = candidate.strip() == problem.answer.strip()
     return Verdict(float(ok), float(boxed is not None), float(ok))
+
+
+MATH_VERIFY_SECONDS = 5  # per answer; an answer math-verify cannot decide in that time is scored wrong
+
+
+def _math_verify(answer: str, candidate: str, timeout: float | None) -> bool:
+    from math_verify import parse, verify
+
+    if timeout is None:
+        logging.getLogger("math_verify").setLevel(
+            logging.ERROR
+        )  # "timeout is disabled": the caller bounds it
+    gold, got = (
+        parse(f"${answer}$", parsing_timeout=timeout),
+        parse(f"${candidate}$", parsing_timeout=timeout),
+    )
+    return bool(verify(gold, got, timeout_seconds=timeout))
 
 
 def overlong_penalty(lengths, max_len: int, buffer: int, factor: float):

@@ -120,6 +120,11 @@ BAD = [
     ),
     (["sweep=smoke", "ray.address=127.0.0.1:1"], "ray.address='127.0.0.1:1': no Ray cluster answers"),
     (["sweep=smoke", "ray.address=nonsense"], "ray.address='nonsense': expected host:port"),
+    (  # vLLM's share is of the whole card: 4 engines at 0.3 over-commit it
+        ["sweep=smoke", "rollout=vllm", "launcher.num_gpus=1", "launcher.gpus_per_trial=0.25"],
+        "rollout.gpu_memory_utilization=0.3: 4 trials share a GPU (launcher.gpus_per_trial=0.25) and each vLLM engine "
+        "takes this share of the whole card: 4 x 0.3 > 0.9; give each at most 0.23",
+    ),
     (  # s3fs is not installed here: a sharded save to s3:// would fail at the first checkpoint, hours in
         ["sweep=smoke", "train.checkpoint_every=5", "train.checkpoint_dir=s3://bucket/ckpt"],
         "train.checkpoint_dir='s3://bucket/ckpt': its filesystem does not open here: Install s3fs",

@@ -124,7 +124,9 @@ def test_unknown_shape_is_not_checked_and_says_how_to_declare():
 
 def test_a_packed_trial_is_checked_against_its_fraction_of_the_card():
     plan, cfg = _plan("launcher.gpus_per_trial=0.5", "launcher.gpu_memory_gb=300")
-    assert plan_sweep(plan, cfg).card == 150 * GIB
+    mp = plan_sweep(plan, cfg)
+    assert mp.card == 150 * GIB
+    assert mp.rollout == pytest.approx(0.3 * 300 * GIB)  # vLLM's utilization is a share of the whole card
 
 
 @pytest.fixture

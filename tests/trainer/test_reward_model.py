@@ -2,7 +2,6 @@
 learns them, that it is trained once and cached, that a real sequence-classification model scores through the
 same path, and the proxy-gold reading of the report (ablate/stats/reward_gap.py), by hand."""
 
-
 import pandas as pd
 import pytest
 import torch

@@ -34,5 +34,8 @@ def test_the_vllm_extra_pins_the_release_the_cpu_build_tests():
 
 def test_a_tensor_parallel_engine_is_refused_with_one_rank():
     cfg = compose(["rollout=vllm", "model=hf", "model.name=x", "rollout.tensor_parallel_size=2"])
-    with pytest.raises(ConfigError, match="rollout.tensor_parallel_size=2: must be 1 with train.world_size=1 \\(weights are pushed"):
+    with pytest.raises(
+        ConfigError,
+        match="rollout.tensor_parallel_size=2: must be 1 with train.world_size=1 \\(weights are pushed",
+    ):
         validate_trial(cfg)
