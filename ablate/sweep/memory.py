@@ -4,19 +4,22 @@ Why: a 7B trial that cannot fit its card fails minutes into a cluster job (after
 came up), once per trial and retry. The figures here are standard back-of-envelope ones, conservative where
 they differ, and every convention is stated where it is used:
 
-- weights, gradients: bytes of ``model.dtype`` per parameter; a KL reference model adds one more weight copy.
-- optimizer: AdamW's two moments in fp32 (8 B/param), plus an fp32 master copy when training in 16 bits
-  (4 B/param): mixed-precision AdamW totals ~16 B/param (2 weights + 2 grads + 12), fp32 AdamW 16 too.
+- weights, gradients: the trainable policy is float32 master weights on every device (4 B/param; ``model.dtype``
+  is its compute dtype, ablate/trainer/precision.py) with float32 gradients (4 B/param); a KL reference model
+  adds a frozen copy in ``model.dtype``.
+- optimizer: AdamW's two moments in fp32 (8 B/param): 16 B/param in all (4 + 4 + 8).
 - ddp: every rank holds all of it; fsdp: weights, gradients and optimizer states are sharded 1/W.
 - activations (Korthikanti et al. 2022, "Reducing activation recomputation"), per token per decoder layer at
   16 bits: ``34 h + 5 a s`` bytes without checkpointing; with it ``2 h`` bytes (the layer input) plus one
   layer recomputed in full. Plus the fp32 logits, ``4 V`` bytes per token. Tokens = micro-batch rows x
-  (prompt + response) at their maximum lengths.
+  (prompt + response) at their maximum lengths. The scoring passes (pi_old, reference) run without a gradient,
+  ``train.logprob_tokens_per_chunk`` tokens at a time (0: the rank's whole batch), holding fp32 logits and their
+  log-softmax, ``8 V`` bytes per token; the peak is the larger of the two.
 - rollout: vLLM reserves ``rollout.gpu_memory_utilization`` of the card (its weight copy + paged KV cache);
   with sleep mode it frees that while the policy trains, so the peak is the larger of the two phases. The
   HF backend keeps a KV cache for the rank's whole rollout batch: ``2 L kv_dim`` values per token.
-- checkpoints (``train.checkpoint_every`` > 0): one holds the policy's weights and the optimizer as above
-  (``model.dtype`` + 8 or 12 B/param; gradients and the KL reference are never saved), for the whole trial
+- checkpoints (``train.checkpoint_every`` > 0): one holds the policy's float32 weights and the optimizer as
+  above (12 B/param; gradients and the KL reference are never saved), for the whole trial
   (all ranks' shards together); ``train.checkpoint_keep`` of them are kept. A trial of S steps saves after
   each k-th step but the last: floor((S - 1) / k) saves, each at an assumed ``CHECKPOINT_WRITE_GBPS``.
 """
@@ -128,9 +131,10 @@ def plan_trial(cfg, world: int, card: float | None, whole_card: float | None = N
     shard = world if parallel == "fsdp" else 1
     b = DTYPE_BYTES[cfg.model.dtype]
     p = s.params
-    weights = p * b * (2 if cfg.algo.kl.mode != "none" else 1) / shard  # + the frozen reference model
-    grads = p * b / shard
-    optimizer = p * (8 + (4 if b < 4 else 0)) / shard
+    ref = p * b if cfg.algo.kl.mode != "none" else 0.0  # the frozen reference, in model.dtype
+    weights = (p * 4 + ref) / shard  # the policy's float32 masters
+    grads = p * 4 / shard
+    optimizer = p * 8 / shard
     prompt = cfg.task.max_prompt_length or DEFAULT_PROMPT_LENGTH
     seq = prompt + cfg.rollout.max_response_length
     rows = math.ceil(cfg.train.prompts_per_step * cfg.algo.responses_per_prompt / world)  # per rank
@@ -142,6 +146,9 @@ def plan_trial(cfg, world: int, card: float | None, whole_card: float | None = N
     else:
         activations = s.layers * full_layer
     activations += tokens * s.vocab * 4
+    chunk = int(OmegaConf.select(cfg, "train.logprob_tokens_per_chunk", default=0) or 0)
+    scoring = min(chunk or rows * seq, rows * seq) * s.vocab * 8  # no-grad logits + log-softmax, fp32
+    activations = max(activations, scoring)
     static = weights + grads + optimizer
     if cfg.rollout.backend == "vllm":
         whole = whole_card if whole_card is not None else card  # vLLM's share is of the whole GPU
@@ -153,15 +160,16 @@ def plan_trial(cfg, world: int, card: float | None, whole_card: float | None = N
         rollout = rows * seq * 2 * s.layers * kv_dim * b
         total = static + max(activations, rollout)  # the KV cache is freed before the update
     return MemoryPlan(s, world, parallel, weights, grads, optimizer, activations, rollout, total, card,
-                      step_seconds(cfg, s, world, seq), **checkpoint_plan(cfg, p, b))  # fmt: skip
+                      step_seconds(cfg, s, world, seq), **checkpoint_plan(cfg, p))  # fmt: skip
 
 
-def checkpoint_plan(cfg, params: float, dtype_bytes: int) -> dict:
-    """One checkpoint's bytes (weights + AdamW state, unsharded), saves per trial and their writing time."""
+def checkpoint_plan(cfg, params: float) -> dict:
+    """One checkpoint's bytes (float32 weights + AdamW state, unsharded), saves per trial and their writing
+    time."""
     every = int(OmegaConf.select(cfg, "train.checkpoint_every", default=0) or 0)
     if every <= 0:
         return {}
-    size = params * (dtype_bytes + 8 + (4 if dtype_bytes < 4 else 0))
+    size = params * (4 + 8)
     saves = (cfg.train.steps - 1) // every
     keep = int(OmegaConf.select(cfg, "train.checkpoint_keep", default=2))
     seconds = saves * size / (CHECKPOINT_WRITE_GBPS * 1e9)
