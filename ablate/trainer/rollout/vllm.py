@@ -150,13 +150,25 @@ class VLLMRollout:
         self.dirty = False
 
     def close(self) -> None:
-        """Shut the engine down now: in a data-parallel trial its teardown destroys the process group it joined,
-        so it must run after the trial's last collective and before the rank leaves the group (left to the
-        garbage collector it ran at interpreter exit, on groups already destroyed). In a reused Ray worker this
-        also frees the KV cache before the next trial."""
+        """Shut the engine down now and free what it held: in a data-parallel trial its teardown destroys the
+        process group it joined, so it must run after the trial's last collective and before the rank leaves the
+        group (left to the garbage collector it ran at interpreter exit, on groups already destroyed). In a
+        reused Ray worker (``reuse_actors``) the next trial builds a new engine in the same process: this one's
+        weights, KV cache and vLLM's own parallel state must be gone first, or they leak a card's share per trial."""
+        import gc
+
         core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
         if core is not None and hasattr(core, "shutdown"):
             core.shutdown()
+        if rank_and_size()[1] == 1:  # its own world: vLLM's groups are its alone (with several ranks, the trial's)
+            from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+            destroy_model_parallel()
+            destroy_distributed_environment()
+        self.llm = None
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
     def generate(
         self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator
