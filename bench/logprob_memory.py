@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 
 VOCAB, PROMPT, RESPONSE = 49152, 16, 48
+
+
+def _high_water_kib() -> int:
+    """This process's peak RSS (VmHWM). Not ``getrusage``'s ru_maxrss: Linux carries the parent's peak across
+    fork + exec into it, so a child of a large process (a long pytest run) reads the parent's figure."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 
 
 def _measure(rows: int, chunk: int) -> dict:
@@ -31,9 +37,9 @@ def _measure(rows: int, chunk: int) -> dict:
     ids = torch.randint(3, VOCAB, (rows, PROMPT + RESPONSE))
     rb = RolloutBatch(ids[:, :PROMPT], torch.ones(rows, PROMPT, dtype=torch.long), ids[:, PROMPT:],
                       torch.ones(rows, RESPONSE), torch.zeros(rows, RESPONSE), torch.zeros(rows, dtype=torch.bool))  # fmt: skip
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = _high_water_kib()
     logp, _ = chunked_logprobs(model, rb, 1.0, chunk)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _high_water_kib()
     return {"rows": rows, "chunk": chunk, "peak_mib": round((peak - base) / 1024, 1),
             "logits_mib_per_row": round(RESPONSE * VOCAB * 4 / 2**20, 1), "checksum": float(logp.double().sum())}  # fmt: skip
 

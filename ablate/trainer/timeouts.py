@@ -8,6 +8,7 @@ killed and replaced when it overruns.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import threading
 from collections.abc import Callable
@@ -21,7 +22,15 @@ def _worker_pool():
     if _pool is None:
         # spawn: forking a process that holds threads (Ray's, torch's) can deadlock the child
         _pool = multiprocessing.get_context("spawn").Pool(1)
+        atexit.register(_close)  # before interpreter teardown, where Pool.__del__ fails noisily
     return _pool
+
+
+def _close() -> None:
+    global _pool
+    if _pool is not None:
+        _pool.terminate()
+        _pool = None
 
 
 def call_with_timeout(fn: Callable, args: tuple, seconds: float):

@@ -160,8 +160,13 @@ class VLLMRollout:
         core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
         if core is not None and hasattr(core, "shutdown"):
             core.shutdown()
-        if rank_and_size()[1] == 1:  # its own world: vLLM's groups are its alone (with several ranks, the trial's)
-            from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+        if (
+            rank_and_size()[1] == 1
+        ):  # its own world: vLLM's groups are its alone (with several ranks, the trial's)
+            from vllm.distributed.parallel_state import (
+                destroy_distributed_environment,
+                destroy_model_parallel,
+            )
 
             destroy_model_parallel()
             destroy_distributed_environment()
