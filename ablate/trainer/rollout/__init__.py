@@ -19,7 +19,4 @@ def build_backend(
     asks for (None: unknown)."""
     from ablate.trainer.rollout import hf, vllm  # noqa: F401  (registers)
 
-    backend = ROLLOUT_BACKENDS[rollout_cfg.backend]
-    if rollout_cfg.backend == "hf":
-        return backend(rollout_cfg, model, tokenizer, engine_dtype)
-    return backend(rollout_cfg, model, tokenizer, engine_dtype, max_model_len)
+    return ROLLOUT_BACKENDS[rollout_cfg.backend](rollout_cfg, model, tokenizer, engine_dtype, max_model_len)

@@ -129,8 +129,10 @@ class HFRollout:
     # sampling runs the policy's forward: an FSDP policy is gathered around generate()
     needs_full_policy = True
 
-    def __init__(self, rollout_cfg, model, tokenizer, engine_dtype: str = "float32"):
-        self.model, self.tok = model, tokenizer
+    def __init__(
+        self, rollout_cfg, model, tokenizer, engine_dtype: str = "float32", max_model_len: int | None = None
+    ):
+        self.model, self.tok = model, tokenizer  # samples with the policy itself: no engine to size
 
     def generate(
         self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator
