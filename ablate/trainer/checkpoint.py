@@ -1,9 +1,8 @@
 """Checkpoints inside a trial: a retried trial (node lost, preemption, Ctrl-C or kill -9, then rerun) resumes
 from its last checkpoint instead of step 0, and on CPU its metrics are bit-identical to an uninterrupted run's.
 
-Where: ``train.checkpoint_dir`` is storage every node sees: a plain path (an NFS mount) or a URI that
-``pyarrow.fs.FileSystem.from_uri`` opens (file://, s3://, gs://, hdfs://), as Ray Tune's ``storage_path``
-takes. Each trial owns one folder below it (the sweep names it); inside, one folder per checkpoint::
+Where: ``train.checkpoint_dir`` is storage every node sees: a plain path (an NFS mount) or a URI that fsspec
+opens (file://; s3:// with s3fs, gs:// with gcsfs installed: checked at launch). Each trial owns one folder below it (the sweep names it); inside, one folder per checkpoint::
 
     step-00000010/          10 steps done
       rank0.pt              this rank's state (torch.save; loaded with weights_only=True)
@@ -62,15 +61,16 @@ def step_dir(step: int) -> str:
 
 
 class _Storage:
-    """The few file operations a checkpoint needs: plain files for a path, pyarrow.fs for a URI."""
+    """The few file operations a checkpoint needs: plain files for a path, fsspec for a URI (the filesystem
+    layer torch.distributed.checkpoint's sharded saves go through too, so one check at launch covers both)."""
 
     def __init__(self, uri: str):
         self.uri = uri.rstrip("/")
         if "://" in uri:
-            from pyarrow import fs
+            import fsspec
 
-            self.fs, self.root = fs.FileSystem.from_uri(self.uri)
-            self.local = self.fs.type_name == "local"  # file://: renames are atomic
+            self.fs, self.root = fsspec.core.url_to_fs(self.uri)
+            self.local = "file" in _protocols(self.fs)  # file://: renames are atomic
         else:
             self.fs, self.root, self.local = None, os.path.abspath(uri), True
 
@@ -86,78 +86,70 @@ class _Storage:
 
     def makedirs(self, name: str) -> None:
         if self.fs:
-            self.fs.create_dir(self.path(name), recursive=True)
+            self.fs.makedirs(self.path(name), exist_ok=True)
         else:
             os.makedirs(self.path(name), exist_ok=True)
 
     def dirs(self) -> list[str]:
         """Names of the folders directly under the root ([] when it does not exist yet)."""
         if self.fs:
-            from pyarrow import fs
-
-            sel = fs.FileSelector(self.root, allow_not_found=True, recursive=False)
-            return [i.base_name for i in self.fs.get_file_info(sel) if i.type == fs.FileType.Directory]
+            try:
+                entries = self.fs.ls(self.root, detail=True)
+            except FileNotFoundError:
+                return []
+            return [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e["type"] == "directory"]
         if not os.path.isdir(self.root):
             return []
         return [e.name for e in os.scandir(self.root) if e.is_dir()]
 
     def remove(self, name: str) -> None:
         if self.fs:
-            from pyarrow import fs
-
-            if self.fs.get_file_info(self.path(name)).type != fs.FileType.NotFound:
-                self.fs.delete_dir(self.path(name))
+            if self.fs.exists(self.path(name)):
+                self.fs.rm(self.path(name), recursive=True)
         else:
             shutil.rmtree(self.path(name), ignore_errors=True)
 
     def rename(self, src: str, dst: str) -> None:
         if self.fs:
-            self.fs.move(self.path(src), self.path(dst))
+            self.fs.mv(self.path(src), self.path(dst), recursive=True)
         else:
             os.replace(self.path(src), self.path(dst))
 
     def write_json(self, name: str, obj: dict) -> None:
         data = json.dumps(obj, indent=1).encode()
-        if self.fs:
-            with self.fs.open_output_stream(self.path(name)) as f:
-                f.write(data)
-        else:
-            with open(self.path(name), "wb") as f:
-                f.write(data)
+        with self._open(name, "wb") as f:
+            f.write(data)
 
     def read_json(self, name: str) -> dict | None:
         try:
-            if self.fs:
-                with self.fs.open_input_stream(self.path(name)) as f:
-                    return json.loads(f.read())
-            with open(self.path(name), "rb") as f:
+            with self._open(name, "rb") as f:
                 return json.loads(f.read())
         except (OSError, ValueError):  # missing (a partial checkpoint) or torn
             return None
 
     def save_torch(self, name: str, obj) -> None:
-        if self.fs:
-            with self.fs.open_output_stream(self.path(name)) as f:
-                torch.save(obj, f)
-        else:
-            torch.save(obj, self.path(name))
+        with self._open(name, "wb") as f:
+            torch.save(obj, f)
 
     def load_torch(self, name: str):
-        if self.fs:
-            with self.fs.open_input_file(self.path(name)) as f:
-                return torch.load(f, map_location="cpu", weights_only=True)
-        return torch.load(self.path(name), map_location="cpu", weights_only=True)
+        with self._open(name, "rb") as f:
+            return torch.load(f, map_location="cpu", weights_only=True)
 
     def size(self, name: str) -> int:
         """Bytes under a folder."""
         if self.fs:
-            from pyarrow import fs
-
-            sel = fs.FileSelector(self.path(name), recursive=True)
-            return sum(i.size or 0 for i in self.fs.get_file_info(sel) if i.type == fs.FileType.File)
+            return int(self.fs.du(self.path(name), total=True))
         return sum(
             os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(self.path(name)) for f in files
         )
+
+    def _open(self, name: str, mode: str):
+        return self.fs.open(self.path(name), mode) if self.fs else open(self.path(name), mode)
+
+
+def _protocols(fs) -> tuple[str, ...]:
+    p = fs.protocol
+    return (p,) if isinstance(p, str) else tuple(p)
 
 
 def _barrier(world: int) -> None:

@@ -1,6 +1,6 @@
 """Checkpoints inside a trial: a trial stopped at step k and rerun resumes from its last checkpoint and records
 exactly what an uninterrupted trial records (CPU, bit for bit); the folder keeps the newest N, ignores torn
-and foreign checkpoints, and works through a file:// URI (pyarrow.fs) as through a plain path."""
+and foreign checkpoints, and works through a file:// URI (fsspec) as through a plain path."""
 
 import json
 import os
@@ -123,7 +123,7 @@ def test_a_trial_killed_at_step_3_resumes_bit_for_bit(compose_cfg, tmp_path):
 def test_stateful_techniques_resume_bit_for_bit(compose_cfg, tmp_path, toggles):
     """The uninterrupted run saves at 2 and 4; dropping the newest, a rerun resumes from 2 and runs 2..5."""
     cfg = compose_cfg(CKPT + toggles)
-    uri = f"file://{tmp_path / 'ck'}"  # through pyarrow.fs
+    uri = f"file://{tmp_path / 'ck'}"  # through fsspec
     full = train(cfg, 0, checkpoint_uri=uri)
     assert full.resumed_from is None and sorted(os.listdir(tmp_path / "ck")) == [step_dir(2), step_dir(4)]
     shutil.rmtree(tmp_path / "ck" / step_dir(4))
