@@ -200,9 +200,9 @@ def planner() -> str:
     from ablate.sweep.plan import build_plan
 
     rows = [
-        "| sweep | model | GPUs per trial | memory per GPU | est. per step | est. per trial | "
-        "est. GPU-hours (5 seeds) | one checkpoint |",
-        "|---|---|---|---|---|---|---|---|",
+        "| sweep | model | GPUs per trial | memory per GPU | vLLM KV cache | est. per step, packed (padded) | "
+        "est. per trial | est. GPU-hours (5 seeds), packed (padded) | one checkpoint |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for argv in paper_commands():
         argv = [*argv, "launcher.gpu_memory_gb=80"]
@@ -210,12 +210,15 @@ def planner() -> str:
         plan = build_plan(cfg, argv)
         mp = plan_sweep(plan, cfg)
         hours = (mp.step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
+        padded = (mp.padded_step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
+        n = mp.world * len(plan.trials)
         size = re.search(r"-(\d+(?:\.\d+)?B)", cfg.model.name).group(1)
         gpus = f"{mp.world}, FSDP" if mp.parallel == "fsdp" else str(mp.world)
         rows.append(
             f"| {plan.sweep} ({len(plan.variants) - 1} variants) | {size} | {gpus} | {mp.total / GIB:.1f} GiB | "
-            f"~{mp.step_seconds / 60:.1f} min | ~{hours:.1f} h | ~{hours * mp.world * len(plan.trials):,.0f} | "
-            f"{mp.checkpoint_bytes / GIB:.1f} GiB |"
+            f"{mp.kv_tokens / 1e3:,.0f}k tokens ({int(mp.kv_tokens // mp.seq)} x {mp.seq}) | "
+            f"~{mp.step_seconds / 60:.1f} min (~{mp.padded_step_seconds / 60:.1f}) | ~{hours:.1f} h | "
+            f"~{hours * n:,.0f} (~{padded * n:,.0f}) | {mp.checkpoint_bytes / GIB:.1f} GiB |"
         )
     return "\n".join(rows)
 

@@ -36,6 +36,8 @@ def validate_launch(cfg) -> None:
                 f"more than the {cpus} CPUs of the embedded Ray (launcher.num_cpus or this machine): no trial "
                 "could ever be scheduled",
             )
+    if not 0 < cfg.launcher.mean_length_fraction <= 1:
+        _fail("launcher.mean_length_fraction", cfg.launcher.mean_length_fraction, "must be in (0, 1]")
     if cfg.launcher.gpus_per_trial < 0:
         _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial, "must be >= 0")
     g = cfg.launcher.gpus_per_trial

@@ -239,6 +239,9 @@ class LauncherConfig:
     max_concurrent: int = 0  # 0 = as many as resources allow
     # GiB of one GPU, for the memory planner's check (None: the visible GPU's, via torch.cuda; none = no check)
     gpu_memory_gb: float | None = None
+    # The planner's time estimate takes prompts and responses at this fraction of their maximum lengths on
+    # average (packed); the figure padded to the maxima is printed beside it. Set it from a pilot run.
+    mean_length_fraction: float = 0.5
     # avx2: torch's kernels pinned to AVX2 and MKL to its vendor-neutral branch, so a seed gives the same
     # numbers on any x86-64 CPU, Intel or AMD (a tiny-model trial takes 1.24x native's); native: each CPU's
     # widest kernels (ablate/cpu_kernels.py)

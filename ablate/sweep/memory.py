@@ -15,9 +15,15 @@ they differ, and every convention is stated where it is used:
   (prompt + response) at their maximum lengths. The scoring passes (pi_old, reference) run without a gradient,
   ``train.logprob_tokens_per_chunk`` tokens at a time (0: the rank's whole batch), holding fp32 logits and their
   log-softmax, ``8 V`` bytes per token; the peak is the larger of the two.
-- rollout: vLLM reserves ``rollout.gpu_memory_utilization`` of the card (its weight copy + paged KV cache);
-  with sleep mode it frees that while the policy trains, so the peak is the larger of the two phases. The
-  HF backend keeps a KV cache for the rank's whole rollout batch: ``2 L kv_dim`` values per token.
+- rollout: vLLM reserves ``rollout.gpu_memory_utilization`` of the whole card (its weight copy in
+  ``model.dtype`` + paged KV cache); with sleep mode it frees that while the policy trains, so the peak is the
+  larger of the two phases. Its KV budget is that share less its weights (before vLLM's own activation
+  reserve), ``2 L kv_dim`` values per token: it must hold one sequence of prompt + response (vLLM refuses
+  to start otherwise), and how many at once it holds sets how many waves a rank's rollout takes. The HF
+  backend keeps a KV cache for the rank's whole rollout batch.
+- time: tokens at their mean lengths, ``launcher.mean_length_fraction`` of the maxima (an assumption: set it
+  from a pilot run's lengths) -- what trimmed micro-batches of one row cost -- with the figure padded to the
+  maxima beside it.
 - checkpoints (``train.checkpoint_every`` > 0): one holds the policy's float32 weights and the optimizer as
   above (12 B/param; gradients and the KL reference are never saved), for the whole trial
   (all ranks' shards together); ``train.checkpoint_keep`` of them are kept. A trial of S steps saves after
@@ -70,7 +76,13 @@ class MemoryPlan:
     rollout: float  # vLLM's share of the card, or the HF backend's KV cache
     total: float
     card: float | None  # bytes of one GPU; None = unknown (no check)
-    step_seconds: float  # estimate
+    step_seconds: float  # estimate at mean lengths (packed)
+    padded_step_seconds: float = 0.0  # estimate with every sequence padded to the maximum lengths
+    length_fraction: float = 1.0  # the mean lengths assumed, a fraction of the maxima
+    seq: int = 0  # prompt + response tokens at most: vLLM's max_model_len
+    rows: int = 0  # rollout rows per rank
+    kv_tokens: float | None = None  # vLLM's KV cache, tokens per engine (None: the HF backend)
+    vllm_weights: float = 0.0  # vLLM's weight copy, bytes per GPU
     checkpoint_every: int = 0  # train.checkpoint_every (0: no checkpoints)
     checkpoint_keep: int = 0
     checkpoint_bytes: float = 0.0  # one checkpoint, the whole trial's (all ranks' shards)
@@ -80,6 +92,11 @@ class MemoryPlan:
     @property
     def fits(self) -> bool:
         return self.card is None or self.total <= self.card
+
+    @property
+    def kv_fits(self) -> bool:
+        """vLLM's KV budget holds one whole sequence (else its engine refuses to start)."""
+        return self.kv_tokens is None or self.card is None or self.kv_tokens >= self.seq
 
     @property
     def checkpoint_storage(self) -> float:
@@ -120,10 +137,13 @@ def card_bytes(launcher) -> float | None:
     return None
 
 
-def plan_trial(cfg, world: int, card: float | None, whole_card: float | None = None) -> MemoryPlan | None:
+def plan_trial(
+    cfg, world: int, card: float | None, whole_card: float | None = None, length_fraction: float | None = None
+) -> MemoryPlan | None:
     """Memory per GPU and estimated seconds per step of one trial config (None: the shape is unknown). ``card``:
     the bytes the trial may use (its fraction of a shared GPU); ``whole_card``: the GPU's, of which vLLM's
-    ``gpu_memory_utilization`` is a share (default ``card``)."""
+    ``gpu_memory_utilization`` is a share (default ``card``); ``length_fraction``: the sweep's
+    ``launcher.mean_length_fraction`` (a trial's own config carries the default launcher)."""
     s = model_shape(cfg.model)
     if s is None:
         return None
@@ -150,17 +170,23 @@ def plan_trial(cfg, world: int, card: float | None, whole_card: float | None = N
     scoring = min(chunk or rows * seq, rows * seq) * s.vocab * 8  # no-grad logits + log-softmax, fp32
     activations = max(activations, scoring)
     static = weights + grads + optimizer
+    kv_per_token = 2 * s.layers * (s.kv_heads * s.hidden // s.heads) * b  # keys and values, every layer
+    kv_tokens, vllm_weights = None, 0.0
     if cfg.rollout.backend == "vllm":
         whole = whole_card if whole_card is not None else card  # vLLM's share is of the whole GPU
         rollout = cfg.rollout.gpu_memory_utilization * whole if whole is not None else 0.0
+        tp = max(1, int(OmegaConf.select(cfg, "rollout.tensor_parallel_size", default=1) or 1))
+        vllm_weights = p * b / tp
+        kv_tokens = max(0.0, rollout - vllm_weights) / (kv_per_token / tp)
         sleeps = cfg.rollout.enable_sleep_mode
         total = static + (max(activations, rollout) if sleeps else activations + rollout)
     else:
-        kv_dim = s.kv_heads * s.hidden // s.heads
-        rollout = rows * seq * 2 * s.layers * kv_dim * b
+        rollout = rows * seq * kv_per_token
         total = static + max(activations, rollout)  # the KV cache is freed before the update
+    f = length_fraction or float(OmegaConf.select(cfg, "launcher.mean_length_fraction", default=1.0) or 1.0)
     return MemoryPlan(s, world, parallel, weights, grads, optimizer, activations, rollout, total, card,
-                      step_seconds(cfg, s, world, seq), **checkpoint_plan(cfg, p))  # fmt: skip
+                      step_seconds(cfg, s, world, seq * f), step_seconds(cfg, s, world, seq), f, seq, rows,
+                      kv_tokens, vllm_weights, **checkpoint_plan(cfg, p))  # fmt: skip
 
 
 def checkpoint_plan(cfg, params: float) -> dict:
@@ -177,9 +203,10 @@ def checkpoint_plan(cfg, params: float) -> dict:
                 checkpoint_seconds=seconds)  # fmt: skip
 
 
-def step_seconds(cfg, s: Shape, world: int, seq: int) -> float:
-    """Estimated seconds of one RL step: 2P FLOPs per token to generate, per update epoch 6P to train (+2P
-    recomputed under checkpointing), 2P for the old log-probs (+2P for a reference model), over W GPUs."""
+def step_seconds(cfg, s: Shape, world: int, seq: float) -> float:
+    """Estimated seconds of one RL step of ``seq`` tokens a sample: 2P FLOPs per token to generate, per update
+    epoch 6P to train (+2P recomputed under checkpointing), 2P for the old log-probs (+2P for a reference
+    model), over W GPUs."""
     tokens = cfg.train.prompts_per_step * cfg.algo.responses_per_prompt * seq
     p = s.params
     train = (6 + (2 if cfg.model.gradient_checkpointing else 0)) * p * cfg.algo.update_epochs
@@ -201,12 +228,15 @@ def plan_sweep(plan, cfg) -> MemoryPlan | None:
     whole = card = card_bytes(cfg.launcher)
     if card is not None and 0 < cfg.launcher.gpus_per_trial < 1:  # packed trials: each has its fraction
         card *= cfg.launcher.gpus_per_trial
-    plans = [plan_trial(c, world, card, whole) for c in cfgs]
-    slowest = max(mp.step_seconds for mp in plans)  # the time estimate is the slowest variant's
+    plans = [plan_trial(c, world, card, whole, cfg.launcher.mean_length_fraction) for c in cfgs]
+    slow = max(plans, key=lambda mp: mp.step_seconds)  # the time estimate is the slowest variant's
     ck = max(plans, key=lambda mp: (mp.checkpoint_storage, mp.checkpoint_seconds))  # and the largest storage
-    return replace(max(plans, key=lambda mp: mp.total), step_seconds=slowest, checkpoint_every=ck.checkpoint_every,
+    kv = min(plans, key=lambda mp: (mp.kv_tokens / mp.seq) if mp.kv_tokens is not None else math.inf)
+    return replace(max(plans, key=lambda mp: mp.total), step_seconds=slow.step_seconds,
+                   padded_step_seconds=slow.padded_step_seconds, checkpoint_every=ck.checkpoint_every,
                    checkpoint_keep=ck.checkpoint_keep, checkpoint_bytes=ck.checkpoint_bytes,
-                   checkpoint_saves=ck.checkpoint_saves, checkpoint_seconds=ck.checkpoint_seconds)  # fmt: skip
+                   checkpoint_saves=ck.checkpoint_saves, checkpoint_seconds=ck.checkpoint_seconds,
+                   kv_tokens=kv.kv_tokens, seq=kv.seq, rows=kv.rows, vllm_weights=kv.vllm_weights)  # fmt: skip
 
 
 def _gib(x: float) -> str:
@@ -220,6 +250,7 @@ def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
                 "model.heads, model.vocab, or use a local model directory): not checked"]  # fmt: skip
     card = _gib(mp.card) if mp.card is not None else "unknown card (launcher.gpu_memory_gb): not checked"
     hours = (mp.step_seconds * steps + mp.checkpoint_seconds) / 3600
+    padded = (mp.padded_step_seconds * steps + mp.checkpoint_seconds) / 3600
     lines = [
         f"memory plan per GPU (largest variant; {mp.world} GPU{'s' if mp.world > 1 else ''}, {mp.parallel}; "
         f"{mp.shape.params / 1e9:.2f}B params, {mp.shape.layers} layers x {mp.shape.hidden}, {mp.shape.source}):",
@@ -227,10 +258,14 @@ def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
         f"activations {_gib(mp.activations)} / rollout (vLLM share or KV) {_gib(mp.rollout)}",
         f"  total {_gib(mp.total)} vs card {card}" + ("" if mp.fits else "  DOES NOT FIT"),
         f"time ESTIMATE (assumes {TRAIN_TFLOPS:g} TFLOP/s training, {GENERATE_TFLOPS:g} generating per GPU): "
-        f"~{mp.step_seconds / 60:.1f} min/step (slowest variant), ~{hours:.1f} h per trial of {steps} steps, "
-        f"at most ~{hours * mp.world * trials:.0f} GPU-hours for {trials} trials"
+        f"~{mp.step_seconds / 60:.1f} min/step at mean lengths ({mp.length_fraction:.0%} of the maxima: "
+        f"launcher.mean_length_fraction; ~{mp.padded_step_seconds / 60:.1f} padded to them) (slowest variant), "
+        f"~{hours:.1f} h per trial of {steps} steps (~{padded:.1f} padded), "
+        f"~{hours * mp.world * trials:.0f} GPU-hours for {trials} trials (~{padded * mp.world * trials:.0f} padded)"
         + (" (checkpoint writes included)" if mp.checkpoint_seconds else ""),
     ]
+    if mp.kv_tokens is not None and mp.card is not None:
+        lines.insert(3, "  " + _kv_line(mp))
     if mp.checkpoint_every > 0:
         lines.append(
             f"checkpoints every {mp.checkpoint_every} steps, keep {mp.checkpoint_keep}: {_gib(mp.checkpoint_bytes)} "
@@ -241,10 +276,27 @@ def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
     return lines
 
 
+def _kv_line(mp: MemoryPlan) -> str:
+    at_once = int(mp.kv_tokens // mp.seq) if mp.seq else 0
+    head = (f"vLLM KV cache: share {_gib(mp.rollout)} - its weights {_gib(mp.vllm_weights)} = "
+            f"{_gib(max(0.0, mp.rollout - mp.vllm_weights))} ~ {mp.kv_tokens:,.0f} tokens")  # fmt: skip
+    if not mp.kv_fits:
+        return f"{head}: less than one sequence of {mp.seq} tokens  DOES NOT FIT"
+    waves = math.ceil(mp.rows / at_once)
+    return f"{head}: {at_once} sequences of {mp.seq} at once, {waves} wave{'s' if waves > 1 else ''} for a rank's {mp.rows} rows"
+
+
 def refuse_if_too_big(mp: MemoryPlan | None) -> None:
     """One line with the figures, before anything launches (force=true skips this check)."""
-    if mp is None or mp.fits:
+    if mp is None or (mp.fits and mp.kv_fits):
         return
+    if not mp.kv_fits:
+        raise ConfigError(
+            f"rollout.gpu_memory_utilization: vLLM's share of the card ({_gib(mp.rollout)}) less its weights "
+            f"({_gib(mp.vllm_weights)}) leaves ~{mp.kv_tokens:,.0f} tokens of KV cache, less than one sequence of "
+            f"{mp.seq} (prompt + response): vLLM would refuse to start; raise rollout.gpu_memory_utilization or "
+            "shorten task.max_prompt_length / rollout.max_response_length (force=true to launch anyway)"
+        )
     hint = "train.parallel=fsdp with more GPUs" if mp.parallel == "ddp" else "more GPUs"
     raise ConfigError(
         f"launcher.gpus_per_trial={mp.world}: needs ~{_gib(mp.total)} per GPU (weights {_gib(mp.weights)}, "

@@ -65,12 +65,42 @@ def test_7b_on_8_gpus_with_fsdp_fits():
 
 
 def test_time_estimate_by_hand():
-    """512 prompts x K 16 x s 2048 = 16,777,216 tokens a step. Per token: generation 2P at 100 TFLOP/s =
-    1.524e-4 s; training (6 + 2 recomputed) P x 2 epochs + 2P old log-probs = 18P at 400 TFLOP/s = 3.429e-4 s.
-    16,777,216 x 4.953e-4 s / 8 GPUs = 1038.7 s = 17.3 min a step; 6 steps (sweep=smoke) = 1.73 h a trial."""
+    """Padded: 512 prompts x K 16 x s 2048 = 16,777,216 tokens a step. Per token: generation 2P at 100 TFLOP/s
+    = 1.524e-4 s; training (6 + 2 recomputed) P x 2 epochs + 2P old log-probs = 18P at 400 TFLOP/s =
+    3.429e-4 s. 16,777,216 x 4.953e-4 s / 8 GPUs = 1038.7 s = 17.3 min a step; 6 steps (sweep=smoke) = 1.73 h.
+    At mean lengths (launcher.mean_length_fraction, default 0.5): 519.4 s = 8.7 min, 0.87 h; at 0.3: 311.6 s."""
     plan, cfg = _plan("launcher.gpus_per_trial=8", "train.parallel=fsdp")
-    assert plan_sweep(plan, cfg).step_seconds == pytest.approx(1038.7, abs=0.1)
-    assert "~17.3 min/step (slowest variant), ~1.7 h per trial of 6 steps" in describe(plan, cfg)
+    mp = plan_sweep(plan, cfg)
+    assert mp.padded_step_seconds == pytest.approx(1038.7, abs=0.1)
+    assert mp.step_seconds == pytest.approx(519.36, abs=0.01)
+    text = describe(plan, cfg)
+    assert (
+        "~8.7 min/step at mean lengths (50% of the maxima: launcher.mean_length_fraction; ~17.3 padded"
+        in text
+    )
+    assert "~0.9 h per trial of 6 steps (~1.7 padded), ~14 GPU-hours for 2 trials (~28 padded)" in text
+    plan, cfg = _plan("launcher.gpus_per_trial=8", "train.parallel=fsdp", "launcher.mean_length_fraction=0.3")
+    assert plan_sweep(plan, cfg).step_seconds == pytest.approx(311.6, abs=0.1)
+
+
+def test_vllm_kv_budget_by_hand():
+    """vLLM's share 0.3 x 80 GiB = 25,769,803,776 B less its bf16 weights 2P = 15.24e9 B = 10,529,803,776 B of
+    KV cache; per token 2 (k, v) x 28 layers x kv_dim 512 (4 KV heads x 128) x 2 B = 57,344 B: 183,625 tokens,
+    89 sequences of 2048 at once; a rank's rollout is 512 x 16 / 8 = 1024 rows: 12 waves. At a share of 0.17
+    (13.6 GiB) the weights alone do not fit: vLLM would refuse to start, so the plan is refused before launch."""
+    plan, cfg = _plan("launcher.gpus_per_trial=8", "train.parallel=fsdp")
+    mp = plan_sweep(plan, cfg)
+    assert mp.kv_tokens == pytest.approx(10_529_803_776 / 57_344) and mp.kv_fits
+    assert "183,625 tokens: 89 sequences of 2048 at once, 12 waves for a rank's 1024 rows" in describe(
+        plan, cfg
+    )
+    plan, cfg = _plan(
+        "launcher.gpus_per_trial=8", "train.parallel=fsdp", "rollout.gpu_memory_utilization=0.17"
+    )
+    mp = plan_sweep(plan, cfg)
+    assert mp.kv_tokens == 0 and mp.fits and not mp.kv_fits
+    with pytest.raises(ConfigError, match=r"leaves ~0 tokens of KV cache, less than one sequence of 2048"):
+        refuse_if_too_big(mp)
 
 
 def test_ddp_keeps_a_full_copy_per_rank():
