@@ -50,7 +50,8 @@ HINTS = {
     "batch | group_mean_batch_std | none",
     "norm_adv_by_std_in_grpo": "here adv_norm=group (true) or adv_norm=group_nostd (false)",
     "train_batch_size": "verl's prompts per step: here train.prompts_per_step=<n>",
-    "ppo_mini_batch_size": "here train.micro_batch_size=<rows> x train.grad_accum=<n> rows per optimizer step",
+    "ppo_mini_batch_size": "verl's prompts per optimizer step over all ranks: here train.mini_batch_prompts=<n> "
+    "(with train.micro_batch_size=<rows>)",
     "ppo_micro_batch_size_per_gpu": "here train.micro_batch_size=<rows>",
     "max_response_length": "here rollout.max_response_length=<n>",
     "clip_ratio_low": "here algo.clip.epsilon=<eps>",

@@ -1,5 +1,7 @@
 """The paper sweeps and the 7B preset: they compose, validate, map onto real keys, and run at toy scale."""
 
+import re
+
 import pytest
 import yaml
 from omegaconf import OmegaConf
@@ -90,6 +92,39 @@ def test_paper_variants_stay_distinct_under_the_7b_preset(sweep):
     ]
     plan = build_plan(compose(overrides), overrides)
     assert plan.warnings == [] and len({t.config_hash for t in plan.trials}) == len(plan.trials)
+
+
+@pytest.mark.parametrize("world", [1, 8])
+def test_the_7b_preset_updates_as_dapo_on_any_world_and_sizes_the_overlong_buffer(world):
+    """DAPO's mini-batch: 32 prompts x K 16 = 512 responses an optimizer step over all ranks, so a 512-prompt
+    rollout (8,192 rows) takes 16 updates an epoch on 1 GPU (a 8,192-row rank, 512 micro-batches of 1 a step)
+    or 8 (1,024 rows a rank, 64 a step); mu=2: 32 a step (the seed's accumulation 16 per rank gave 128 on 8).
+    overlong=soft ramps over the last 512 of 3,072 response tokens (the toy: 3 of 10); off stays off, and a
+    variant's own buffer wins over the preset's scale."""
+    from ablate.trainer.update import grad_accum, opt_steps_per_epoch
+
+    ov = ["preset=seed_7b_math", "model.name=x", f"train.world_size={world}", "train.parallel=fsdp"]
+    cfg = OmegaConf.to_object(compose(ov))
+    validate_trial(cfg)
+    rows = 512 * 16 // world
+    assert grad_accum(cfg) == 512 // world and opt_steps_per_epoch(rows, cfg) * cfg.algo.update_epochs == 32
+    assert compose([*ov, "overlong=soft"]).algo.overlong_buffer == 512
+    assert compose([*ov, "overlong=soft"]).rollout.max_response_length == 3072
+    assert compose(ov).algo.overlong_buffer == 0
+    assert compose([*ov, "overlong=soft", "algo.overlong_buffer=100"]).algo.overlong_buffer == 100
+    assert compose(["overlong=soft"]).algo.overlong_buffer == 3
+
+
+def test_a_global_mini_batch_is_checked_in_one_line():
+    base = ["train.micro_batch_size=4", "k=4", "train.prompts_per_step=8"]
+    validate_trial(compose([*base, "train.mini_batch_prompts=2"]))  # 8 rows: 2 micro-batches of 4
+    for extra, why in [
+        (["train.mini_batch_prompts=16"], "must not exceed train.prompts_per_step=8"),
+        (["train.mini_batch_prompts=2", "train.grad_accum=2"], "needs train.micro_batch_size > 0 and train.grad_accum=1"),
+        (["train.mini_batch_prompts=1", "train.micro_batch_size=3"], "= 4 rows must split into world_size=1 x micro_batch_size=3"),
+    ]:  # fmt: skip
+        with pytest.raises(ConfigError, match=re.escape(why)):
+            validate_trial(compose([*base, *extra]))
 
 
 @pytest.mark.parametrize("sweep", PAPERS)

@@ -165,6 +165,9 @@ class AlgoConfig:
         1.0  # policy gradient on the top fraction of tokens by entropy (1 = every token)
     )
     overlong_buffer: int = 0  # DAPO: the last this-many tokens of the response budget ramp a penalty; 0 = off
+    # The buffer overlong=soft sets (conf/overlong/soft.yaml reads it): the toy's 3 of 10 tokens here, a preset's
+    # own scale there (DAPO: 4,096 of 20,480), so a preset need not choose the technique to size it.
+    soft_overlong_buffer: int = 3
     overlong_penalty: float = 1.0  # ... down to -this at the budget
     reward_model: RewardModelConfig = field(default_factory=RewardModelConfig)
     kl: KLConfig = field(default_factory=KLConfig)
@@ -195,6 +198,10 @@ class TrainConfig:
     grad_accum: int = 1  # gradient_accumulation_steps: micro-batches per optimizer step (exact: the loss
     # normalizers are the optimizer step's). With micro_batch_size > 0 an epoch takes
     # ceil(rows / (micro_batch_size * grad_accum)) optimizer steps; with 0, one step split grad_accum ways.
+    # verl's ppo_mini_batch_size: prompts (with their K responses) per optimizer step over all ranks, so a
+    # rollout batch takes as many updates on 1 GPU as on 8. > 0 sets each rank's grad_accum to
+    # mini_batch_prompts x K / (world_size x micro_batch_size); 0 = grad_accum as given, per rank.
+    mini_batch_prompts: int = 0
     eval_every: int = 10
     # The scoring passes (pi_old, reference, behaviour logprobs; the reward model) run this many padded tokens
     # at a time, so their float32 logits stay bounded whatever the batch (0 = the whole batch in one forward,

@@ -170,6 +170,8 @@ def check_train(cfg) -> None:
             r.tensor_parallel_size,
             f"must be 1 with train.world_size={tr.world_size} ({why})",
         )
+    if tr.mini_batch_prompts:
+        _check_mini_batch(tr, a.responses_per_prompt)
     if tr.micro_batch_size == 0 and tr.grad_accum > tr.prompts_per_step * a.responses_per_prompt:
         _fail(
             "train.grad_accum",
@@ -258,6 +260,22 @@ def validate_trial(cfg) -> None:
     """Check every value a trial depends on. Raises ConfigError naming key, value and what is allowed."""
     for check in TRIAL_CHECKS:
         check(cfg)
+
+
+def _check_mini_batch(tr, k: int) -> None:
+    """A global mini-batch must split into whole micro-batches on every rank, and replaces grad_accum."""
+    _at_least("train.mini_batch_prompts", tr.mini_batch_prompts, 0)
+    if tr.mini_batch_prompts > tr.prompts_per_step:
+        _fail("train.mini_batch_prompts", tr.mini_batch_prompts,
+              f"must not exceed train.prompts_per_step={tr.prompts_per_step}")  # fmt: skip
+    if tr.micro_batch_size == 0 or tr.grad_accum != 1:
+        _fail("train.mini_batch_prompts", tr.mini_batch_prompts,
+              "sets grad_accum itself: needs train.micro_batch_size > 0 and train.grad_accum=1")  # fmt: skip
+    rows, per = tr.mini_batch_prompts * k, tr.world_size * tr.micro_batch_size
+    if rows % per:
+        _fail("train.mini_batch_prompts", tr.mini_batch_prompts,
+              f"x K={k} = {rows} rows must split into world_size={tr.world_size} x micro_batch_size="
+              f"{tr.micro_batch_size} = {per}-row micro-batches")  # fmt: skip
 
 
 def _check_checkpoint_uri(uri: str) -> None:

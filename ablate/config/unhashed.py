@@ -22,7 +22,7 @@ HASHED_WHEN_SET = {
     "task": {"modules": ["arithmetic__add_or_sub"], "difficulty": [0.0, 0.1], "format_noise": 0.0},
     "model": {"autocast": "none"},
     "rollout": {"overlap": "off"},
-    "train": {"logprob_tokens_per_chunk": 0},
+    "train": {"logprob_tokens_per_chunk": 0, "mini_batch_prompts": 0},
     "algo": {
         "ratio_level": "token",
         "dual_clip": 0.0,
@@ -30,6 +30,7 @@ HASHED_WHEN_SET = {
         "entropy_mask_top": 1.0,
         "overlong_buffer": 0,
         "overlong_penalty": 1.0,
+        "soft_overlong_buffer": 3,
         "reward_model": {
             "kind": "verifier",
             "name": "",

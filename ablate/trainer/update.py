@@ -97,25 +97,34 @@ def chunked_logprobs(model, rb: RolloutBatch, temperature: float, tokens_per_chu
     return torch.cat([lp for lp, _ in parts]), ent
 
 
-def opt_steps_per_epoch(rows: int, train_cfg) -> int:
-    t = train_cfg
-    return 1 if t.micro_batch_size == 0 else math.ceil(rows / (t.micro_batch_size * t.grad_accum))
+def grad_accum(cfg) -> int:
+    """Micro-batches per optimizer step on each rank: ``train.grad_accum``, or the share of the global
+    ``train.mini_batch_prompts`` (its K responses each) one rank holds, in micro-batches."""
+    t = cfg.train
+    if t.mini_batch_prompts <= 0:
+        return t.grad_accum
+    return t.mini_batch_prompts * cfg.algo.responses_per_prompt // (t.world_size * t.micro_batch_size)
+
+
+def opt_steps_per_epoch(rows: int, cfg) -> int:
+    t = cfg.train
+    return 1 if t.micro_batch_size == 0 else math.ceil(rows / (t.micro_batch_size * grad_accum(cfg)))
 
 
 def several_passes(cfg, rows: int) -> bool:
     """Whether the update sees these rows under more than one policy (epochs, optimizer steps, reuse)."""
     a = cfg.algo
-    return a.update_epochs > 1 or opt_steps_per_epoch(rows, cfg.train) > 1 or a.off_policy_reuse
+    return a.update_epochs > 1 or opt_steps_per_epoch(rows, cfg) > 1 or a.off_policy_reuse
 
 
-def minibatches(n: int, train_cfg, gen: torch.Generator) -> list[list[torch.Tensor]]:
+def minibatches(n: int, cfg, gen: torch.Generator) -> list[list[torch.Tensor]]:
     """Row indices -> optimizer steps -> micro-batches (shuffled when an epoch has several optimizer steps)."""
-    t = train_cfg
-    steps = opt_steps_per_epoch(n, t)
+    t = cfg.train
+    steps = opt_steps_per_epoch(n, cfg)
     order = torch.randperm(n, generator=gen) if steps > 1 else torch.arange(n)
     if t.micro_batch_size == 0:
         return [list(order.chunk(t.grad_accum))]
-    per_step = t.micro_batch_size * t.grad_accum
+    per_step = t.micro_batch_size * grad_accum(cfg)
     return [list(order[i : i + per_step].split(t.micro_batch_size)) for i in range(0, n, per_step)]
 
 
@@ -139,7 +148,7 @@ class PolicyUpdate:
         self.model.train()
         for _epoch in range(algo.update_epochs):
             for b in batches:
-                for micros in minibatches(b.advantages.shape[0], self.cfg.train, self.gen):
+                for micros in minibatches(b.advantages.shape[0], self.cfg, self.gen):
                     step_loss, gn = self._accumulate(b, micros, ent_coef, kl_fn, sums)
                     sums["loss"] += step_loss
                     sums["grad_norm"] += gn

@@ -149,7 +149,7 @@ def test_gradient_accumulation_matches_one_big_step(compose_cfg):
 
 def test_micro_batches_make_several_optimizer_steps(compose_cfg):
     t = Trainer(compose_cfg(FAST + ["train.micro_batch_size=8", "train.grad_accum=2"]), 0)
-    steps = minibatches(64, t.cfg.train, t.update_gen)
+    steps = minibatches(64, t.cfg, t.update_gen)
     assert len(steps) == 4 and all(len(m) == 2 and all(len(x) == 8 for x in m) for m in steps)
     assert sorted(torch.cat([torch.cat(m) for m in steps]).tolist()) == list(range(64))
 

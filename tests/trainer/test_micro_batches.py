@@ -86,6 +86,20 @@ class _DDP:
         yield
 
 
+def test_a_global_mini_batch_is_the_per_rank_accumulation_it_stands_for(compose_cfg):
+    """train.mini_batch_prompts=4 with K 4 and micro-batches of 8 rows on one rank is grad_accum=2: the same
+    optimizer steps, the same numbers (on 2 ranks it would be accumulation 1, the same global batch)."""
+    from ablate.trainer.core import train
+    from tests.helpers import without_time
+
+    base = FAST + ["train.steps=2", "k=4", "train.micro_batch_size=8"]
+    a = train(compose_cfg([*base, "train.grad_accum=2"]), 0)
+    b = train(compose_cfg([*base, "train.mini_batch_prompts=4"]), 0)
+    assert without_time(a.history) == without_time(b.history)
+    c = train(compose_cfg([*base, "train.grad_accum=1"]), 0)  # 8-row steps: another update
+    assert without_time(c.history) != without_time(a.history)
+
+
 def test_gradients_are_synchronized_on_the_last_micro_batch_only():
     ddp = SimpleNamespace(world=2, train_model=_DDP(), model=object())
     for last in (False, False, True):
