@@ -23,7 +23,7 @@ STAMP       := $(VENV)/.installed-$(DEPS_SUM)
 DEV_STAMP   := $(VENV)/.installed-dev-$(DEPS_SUM)
 BENCH_STAMP := $(VENV)/.installed-bench-$(DEPS_SUM)
 
-.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-wheels gpu-check bench bench-real docs lock lint format clean
+.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-wheels gpu-check gpu-lock bench bench-real docs lock lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -95,6 +95,12 @@ gpu-check:  ## the GPU paths CI cannot run, on a GPU node without network (bench
 	@test -d .gpu-wheels || { echo "no .gpu-wheels/: run 'make gpu-wheels' where pip reaches an index, bring the folder"; exit 2; }
 	$(GPU_PYTHON) -m pip install -q --no-index --no-deps --target .gpu-site .gpu-wheels/*.whl
 	PYTHONPATH=$(CURDIR):$(CURDIR)/.gpu-site $(GPU_PYTHON) -m bench.gpu_check
+
+# A GPU node installs with requirements/gpu-lock.txt, not the CPU lock: vLLM 0.32.0 pins torch 2.13.0 and
+# transformers < 5.20, which the CPU lock's 5.25 does not meet. Resolved by pip (metadata only, nothing installed).
+gpu-lock: $(STAMP)  ## rewrite requirements/gpu-lock.txt: what pip resolves for .[vllm,data] on Linux x86-64
+	$(PIP) install -q --dry-run --ignore-installed --no-cache-dir --report .gpu-lock.json '.[vllm,data]'
+	$(PY) requirements/gpu_lock.py .gpu-lock.json requirements/gpu-lock.txt && rm -f .gpu-lock.json
 
 bench: $(BENCH_STAMP)  ## benchmarks (TRL included): prints a table, writes bench/results/*.json
 	$(PY) -m bench
