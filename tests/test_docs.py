@@ -37,6 +37,7 @@ ELSEWHERE = {
     "ray start --head": "tests/cluster/test_two_nodes.py::test_every_trial_on_a_worker_with_its_own_disk_is_in_the_drivers_store",
     "ray start --address": "tests/cluster/test_two_nodes.py::test_every_trial_on_a_worker_with_its_own_disk_is_in_the_drivers_store",
     "sbatch examples/slurm/ablate.sbatch": "tests/sweep/test_slurm.py::test_smoke_sweep_runs_as_a_slurm_batch_job",
+    "pip install -c requirements/gpu-lock.txt": "tests/test_gpu_lock.py::test_the_gpu_lock_meets_every_declared_range_and_pins_the_extras_vllm",
 }
 
 
