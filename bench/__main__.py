@@ -146,6 +146,10 @@ def main() -> None:
         for x in lm:
             print(f"  {x['rows']:>3} rows, {'one pass' if x['chunk'] == 0 else str(x['chunk']) + '-token chunks':>17}: "
                   f"{x['peak_mib']:7.1f} MiB")  # fmt: skip
+        results["update_logprob_memory"] = um = [logprob_memory.measure_update(p) for p in (0, 8)]
+        print(f"== update pass (forward + backward, one row of {logprob_memory.UPDATE_TOKENS} tokens, "
+              f"{um[0]['logits_mib']:.0f} MiB of float32 logits): one piece {um[0]['peak_mib']:.1f} MiB, "
+              f"8 MiB pieces {um[1]['peak_mib']:.1f} MiB ({um[0]['peak_mib'] / um[1]['peak_mib']:.2f}x)")  # fmt: skip
     if "rollout" in args.only:
         from ablate.trainer.models import save_tiny_hf_model
         from bench import rollout
