@@ -293,7 +293,7 @@ def _planner(name: str) -> str:
                    f"model.params_b={1.54 if '1.5B' in name else 7.62}"])  # fmt: skip
     p = plan_trial(cfg, 8, 80 * 2**30)
     g = 2**30
-    return f"8 x 80 GiB FSDP: {p.total / g:.1f} GiB/GPU (activations {p.activations / g:.1f}), {p.step_seconds:.0f} s/step"
+    return f"8 x 80 GiB FSDP: {p.total / g:.1f} GiB/GPU (activations {p.activations / g:.1f}), {p.step_seconds:.0f} s/step at mean lengths ({p.padded_step_seconds:.0f} padded)"
 
 
 def main() -> int:
