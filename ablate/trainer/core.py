@@ -28,14 +28,22 @@ from ablate.trainer.loop import Diverged, TrialResult, run_trial
 from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, kl_reward_penalty, masked_mean
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_model, build_tokenizer
+from ablate.trainer.overlap import OverlappedRollouts
 from ablate.trainer.precision import AUTOCAST_DTYPES, compute_context, compute_mode, frozen_dtype
-from ablate.trainer.rewards import VERIFIERS, combine_rewards, overlong_penalty
 from ablate.trainer.rollout import RolloutBatch, SamplingParams, build_backend
 from ablate.trainer.sampling import PromptSampler, ReuseBuffer, collect_groups
 from ablate.trainer.schedules import entropy_coef_at, lr_multiplier
+from ablate.trainer.scorer import RolloutScorer
 from ablate.trainer.seeds import SeedStreams
 from ablate.trainer.tasks import drop_overlong, load_task
-from ablate.trainer.update import Batch, PolicyUpdate, chunked_logprobs, several_passes
+from ablate.trainer.update import (
+    Batch,
+    PolicyUpdate,
+    batch_from_state,
+    batch_state,
+    chunked_logprobs,
+    several_passes,
+)
 from ablate.trainer.warmstart import load_or_train
 
 
@@ -118,37 +126,28 @@ class Trainer:
         self.sampling_backend = self.backend  # what training rollouts sample with (overlap: the copy's)
 
     def _setup_overlap(self) -> None:
-        """rollout.overlap=one_step: a frozen copy of the policy samples step t+1's rollouts in a second thread
-        while step t updates (torch's kernels release the GIL, so the two run on two cores)."""
-        self.prefetch = None
-        if self.cfg.rollout.overlap != "one_step":
-            return
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.gen_model = copy.deepcopy(self.model).eval().requires_grad_(False)
-        self.sampling_backend = build_backend(
-            self.cfg.rollout, self.gen_model, self.tok, self.engine_dtype, self.max_model_len
-        )
-        self.generator_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ablate-rollout")
+        """rollout.overlap=one_step: training rollouts come from a copy of the policy (trainer/overlap.py)."""
+        self.overlap = None
+        if self.cfg.rollout.overlap == "one_step":
+            self.overlap = OverlappedRollouts(
+                self.cfg, self.model, self.tok, self.engine_dtype, self.max_model_len
+            )
+            self.sampling_backend = self.overlap.backend
 
     def _collect_behaviour(self):
         """collect() with the copy, and the copy's logprobs of what it sampled: the behaviour policy's."""
         rb, r, c, info = self.collect()
         with torch.no_grad(), self.compute():
-            behaviour = self._logp(self.gen_model, rb)[0]
+            behaviour = self._logp(self.overlap.gen_model, rb)[0]
         return rb, r, c, info, behaviour
 
     def _overlapped_collect(self, step: int):
         """This step's rollouts (generated during the previous update, or now on the first step), and the next
         step's started with the weights as they are now, before this step's update (none after the last)."""
-        got = self.prefetch.result() if self.prefetch is not None else None
-        self.prefetch = None
-        self.gen_model.load_state_dict(self.model.state_dict())
-        if got is None:
-            got = self._collect_behaviour()  # the first step: on-policy
+        got = self.overlap.take(self.model, self._collect_behaviour)
         self.tokens_at_step = self.tokens_total  # before the next draw counts its own: this step's record
         if step + 1 < self.cfg.train.steps:
-            self.prefetch = self.generator_thread.submit(self._collect_behaviour)
+            self.overlap.start_next(self._collect_behaviour)
         return got
 
     def _setup_parallel(self) -> None:
@@ -193,13 +192,9 @@ class Trainer:
         self.sampler = PromptSampler.from_config(cfg.algo.dynamic_sampling, len(self.task.train), order)
         fmt = self.task.format_open + self.task.format_close
         self.format_ids = sorted(set(self.tok.token_ids(fmt)))
-        self.verify = VERIFIERS[cfg.task.verifier]
-        # reward=learned: a reward model scores the training rollouts; the verifier stays the gold
-        self.reward_model = None
-        if cfg.algo.reward_model.kind == "learned":
-            from ablate.trainer.reward_model import RewardScorer
-
-            self.reward_model = RewardScorer(cfg, self.tok, self.task, self.device)
+        self.scorer = RolloutScorer(
+            cfg, self.tok, self.task, self.device
+        )  # verifier; reward model if learned
         self.last_eval_extra: dict = {}
         self.moments = adv_mod.RunningMoments()
         self.reuse = ReuseBuffer()
@@ -208,23 +203,6 @@ class Trainer:
         self.tokens_total = 0
 
     # ---- rollout and verification -------------------------------------------------------------------------
-    def _verify(self, rb: RolloutBatch, prompt_idx: list[int], problems) -> tuple[torch.Tensor, torch.Tensor]:
-        """-> (rewards (N,), correct (N,)) for rows laid out K per prompt, on the trainer's device: the verifiers
-        answer in Python floats, and this is where they meet the rollout's tensors."""
-        K = len(rb.truncated) // len(prompt_idx)
-        t = self.cfg.task
-        rewards, correct = [], []
-        ids = rb.completion_ids.tolist()
-        lens = rb.lengths.long().tolist()
-        texts = self.tok.decode_batch([seq[:n] for seq, n in zip(ids, lens, strict=True)])
-        for row, text in enumerate(texts):
-            v = self.verify(
-                text, problems[prompt_idx[row // K]], self.task.format_open, self.task.format_close
-            )
-            rewards.append(combine_rewards(v, t.reward_scale, t.format_weight, t.process_weight))
-            correct.append(v.correct)
-        return torch.tensor(rewards, device=self.device), torch.tensor(correct, device=self.device)
-
     def _policy_for_sampling(self):
         """FSDP + a backend that samples with the policy: gathered once for the whole rollout, since ranks may
         sample different lengths (see trainer/fsdp.py). A no-op otherwise."""
@@ -238,13 +216,7 @@ class Trainer:
     def _draw(self, idx: list[int]) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor]:
         """K responses to each training prompt in ``idx``, verified."""
         rb = self._rollout(idx, self.train_ids, self.cfg.algo.responses_per_prompt, self.sample_gen)
-        r, c = self._verify(rb, idx, self.task.train)
-        if self.reward_model is not None:  # the proxy reward; c (the verifier's) stays the gold
-            r = self.reward_model.score_rollout(rb).to(self.device) * self.cfg.task.reward_scale
-        a, budget = self.cfg.algo, self.cfg.rollout.max_response_length
-        # DAPO's soft overlong punishment, on training rewards only (evals score answers)
-        if a.overlong_buffer:
-            r = r + overlong_penalty(rb.lengths, budget, a.overlong_buffer, a.overlong_penalty)
+        r, c = self.scorer.training_rewards(rb, idx)
         self.tokens_total += int(rb.lengths.sum())
         return rb, r, c
 
@@ -270,7 +242,7 @@ class Trainer:
             raise InjectedFault(f"injected fault at step {step} (train.fault_step)")
         t0 = time.perf_counter()
         lr, ent_coef = self._schedules(step)
-        if self.cfg.rollout.overlap == "one_step":
+        if self.overlap is not None:
             *collected, behaviour = self._overlapped_collect(step)
             scored = self.score(*collected, behaviour_logp=behaviour)
         else:
@@ -362,7 +334,7 @@ class Trainer:
             "lr": lr,
             "entropy_coef": ent_coef,
             "tokens/generated": float(rb.lengths.sum()),
-            "tokens/total": float(self.tokens_total if self.prefetch is None else self.tokens_at_step),
+            "tokens/total": float(self.tokens_at_step if self._prefetching else self.tokens_total),
             **s.info,
             **upd,
         }
@@ -374,6 +346,11 @@ class Trainer:
             if not math.isfinite(rec[key]):
                 raise Diverged(f"non-finite {key}", rec)
         return rec
+
+    @property
+    def _prefetching(self) -> bool:
+        """The next step's rollouts are being drawn (overlap), their tokens already counted in the total."""
+        return self.overlap is not None and self.overlap.prefetch is not None
 
     # ---- checkpoints (the folder and its layout: trainer/checkpoint.py; when: trainer/loop.py) -----------
     @property
@@ -402,7 +379,7 @@ class Trainer:
             torch_rng=torch.get_rng_state(),
             sampler=self.sampler.state_dict(),
             moments=dataclasses.asdict(self.moments),
-            reuse=_batch_state(self.reuse.batch),
+            reuse=batch_state(self.reuse.batch),
             tokens_total=self.tokens_total,
         )
         if self.device.startswith("cuda"):
@@ -424,7 +401,7 @@ class Trainer:
             torch.cuda.set_rng_state(state["cuda_rng"], self.device)
         self.sampler.load_state_dict(state["sampler"])
         self.moments = adv_mod.RunningMoments(**state["moments"])
-        self.reuse.batch = _batch_from_state(state["reuse"])
+        self.reuse.batch = batch_from_state(state["reuse"])
         self.tokens_total = state["tokens_total"]
         self.backend.sync_weights(self.model)
 
@@ -433,9 +410,9 @@ class Trainer:
         """Sampled pass@1 on held-out prompts; the eval generator depends only on (seed, step) so every variant
         is probed with the same random numbers."""
         if (
-            self.prefetch is not None
+            self.overlap is not None
         ):  # the next rollout is being drawn: the reward model is not shared mid-call
-            self.prefetch.result()
+            self.overlap.wait()
         r = self.cfg.rollout
         gen = torch.Generator(device=self.sample_gen.device).manual_seed(self.streams.eval(step))
         params = SamplingParams(r.eval_temperature, r.top_p, r.max_response_length)
@@ -443,33 +420,12 @@ class Trainer:
         prompts = [self.eval_ids[i] for i in idx for _ in range(r.eval_samples)]
         with self._policy_for_sampling():
             rb = self.backend.generate(prompts, params, gen)
-        _, correct = self._verify(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
+        _, correct = self.scorer.verify(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
         hits, n = all_sum([float(correct.sum()), float(correct.numel())])
-        if self.reward_model is not None:  # the proxy's view of the same samples, for the proxy-gold gap
-            proxy = all_sum([float(self.reward_model.score_rollout(rb).sum())])[0]
-            self.last_eval_extra = {"eval/proxy_reward": proxy / n}
+        proxy = self.scorer.proxy_sum(rb)
+        if proxy is not None:  # the proxy's view of the same samples, for the proxy-gold gap
+            self.last_eval_extra = {"eval/proxy_reward": all_sum([proxy])[0] / n}
         return hits / n
-
-
-_BATCH = ("advantages", "loss_mask", "old_logp", "ref_logp")
-_ROLLOUT = tuple(f.name for f in dataclasses.fields(RolloutBatch))
-
-
-def _batch_state(b: Batch | None) -> dict | None:
-    """A reuse-buffer batch as plain tensors (and the device of each: a checkpoint loads onto the CPU)."""
-    if b is None:
-        return None
-    named = {f: getattr(b, f) for f in _BATCH} | {f"rollout.{f}": getattr(b.rollout, f) for f in _ROLLOUT}
-    tensors = {k: v for k, v in named.items() if v is not None}
-    return {"tensors": tensors, "devices": {k: str(v.device) for k, v in tensors.items()}}
-
-
-def _batch_from_state(state: dict | None) -> Batch | None:
-    if state is None:
-        return None
-    t = {k: v.to(state["devices"][k]) for k, v in state["tensors"].items()}
-    rollout = RolloutBatch(*(t[f"rollout.{f}"] for f in _ROLLOUT))
-    return Batch(rollout, *(t.get(f) for f in _BATCH))
 
 
 def train(

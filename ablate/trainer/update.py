@@ -7,6 +7,7 @@ whole batch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -41,6 +42,28 @@ class Batch:
     loss_mask: torch.Tensor  # (N, T)
     old_logp: torch.Tensor | None  # (N, T) behaviour logprobs (None: on-policy single pass, ratio = 1)
     ref_logp: torch.Tensor | None  # (N, T)
+
+
+_BATCH = ("advantages", "loss_mask", "old_logp", "ref_logp")
+_ROLLOUT = tuple(f.name for f in dataclasses.fields(RolloutBatch))
+
+
+def batch_state(b: Batch | None) -> dict | None:
+    """A batch (the reuse buffer's) as plain tensors for a checkpoint, with each one's device (a checkpoint
+    loads onto the CPU)."""
+    if b is None:
+        return None
+    named = {f: getattr(b, f) for f in _BATCH} | {f"rollout.{f}": getattr(b.rollout, f) for f in _ROLLOUT}
+    tensors = {k: v for k, v in named.items() if v is not None}
+    return {"tensors": tensors, "devices": {k: str(v.device) for k, v in tensors.items()}}
+
+
+def batch_from_state(state: dict | None) -> Batch | None:
+    if state is None:
+        return None
+    t = {k: v.to(state["devices"][k]) for k, v in state["tensors"].items()}
+    rollout = RolloutBatch(*(t[f"rollout.{f}"] for f in _ROLLOUT))
+    return Batch(rollout, *(t.get(f) for f in _BATCH))
 
 
 def logprobs(model, rb: RolloutBatch, temperature: float, rows=None, with_entropy=False):

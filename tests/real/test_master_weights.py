@@ -33,7 +33,7 @@ def test_bf16_policy_keeps_float32_masters_that_move_at_lr_2e_6(smollm2_dir, mon
     t = Trainer(cfg, 0)
     assert {p.dtype for p in t.model.parameters()} == {torch.float32}  # the masters AdamW updates
     rewards = torch.tensor([1.0, 0.0])
-    monkeypatch.setattr(t, "_verify", lambda rb, idx, problems: (rewards, rewards))
+    monkeypatch.setattr(t.scorer, "verify", lambda rb, idx, problems: (rewards, rewards))
     computed = []  # the dtype the update's forward computes in
     t.model.lm_head.register_forward_hook(
         lambda m, i, out: computed.append(out.dtype) if m.training else None

@@ -74,7 +74,7 @@ def score_by_prompt(t: Trainer, monkeypatch, reward) -> None:
         r = torch.tensor([float(reward(prompt_idx[i // K], i % K)) for i in range(len(rb.truncated))])
         return r, (r > 0).float()
 
-    monkeypatch.setattr(t, "_verify", score)
+    monkeypatch.setattr(t.scorer, "verify", score)
 
 
 def score_rows(t: Trainer, monkeypatch, rewards: list[float]) -> None:
@@ -84,7 +84,7 @@ def score_rows(t: Trainer, monkeypatch, rewards: list[float]) -> None:
         r = torch.tensor(rewards)
         return r, (r > 0).float()
 
-    monkeypatch.setattr(t, "_verify", score)
+    monkeypatch.setattr(t.scorer, "verify", score)
 
 
 def freeze_collect(t: Trainer, monkeypatch, edit=None):
@@ -579,9 +579,9 @@ def test_process_reward_mixes_partial_credit_into_the_reward(compose_cfg, monkey
     from ablate.trainer.rewards import verify_exact
 
     t = make(compose_cfg, f"process_reward={option}")
-    seen, real_verify = [], t._verify
+    seen, real_verify = [], t.scorer.verify
     monkeypatch.setattr(
-        t, "_verify", lambda rb, idx, probs: seen.append((rb, idx)) or real_verify(rb, idx, probs)
+        t.scorer, "verify", lambda rb, idx, probs: seen.append((rb, idx)) or real_verify(rb, idx, probs)
     )
     _, r, _, _ = t.collect()
     rb, idx = seen[0]
@@ -634,21 +634,21 @@ def test_reward_is_the_verifiers_or_the_reward_models_and_the_gold_stays_the_ver
     compose_cfg, monkeypatch, option
 ):
     t = make(compose_cfg, f"reward={option}", "algo.reward_model.steps=30")
-    seen, real = [], t._verify
+    seen, real = [], t.scorer.verify
 
     def spy(rb, idx, problems):
         out = real(rb, idx, problems)
         seen.append((rb, *out))
         return out
 
-    monkeypatch.setattr(t, "_verify", spy)
+    monkeypatch.setattr(t.scorer, "verify", spy)
     _, r, c, _ = t.collect()
     rb, verifier_r, verifier_c = seen[0]
     assert torch.equal(c, verifier_c)  # correctness (positive_rate, the gold) is always the verifier's
     if option == "verifier":
-        assert t.reward_model is None and torch.equal(r, verifier_r)
+        assert t.scorer.reward_model is None and torch.equal(r, verifier_r)
     else:
-        torch.testing.assert_close(r, t.reward_model.score_rollout(rb))
+        torch.testing.assert_close(r, t.scorer.reward_model.score_rollout(rb))
         assert not torch.equal(r, verifier_r) and ((r > 0) & (r < 1)).all()
     t.evaluate(0)
     assert ("eval/proxy_reward" in t.last_eval_extra) == (option == "learned")
@@ -680,10 +680,10 @@ def test_overlap_trains_on_rollouts_of_the_policy_one_update_back(compose_cfg, m
     m = rb.completion_mask.bool()
     assert (logp["w0"] - logp["w1"])[m].abs().max() > 1e-4  # the update moved the policy
     if option == "off":
-        assert behaviour is None and t.prefetch is None
+        assert behaviour is None and t.overlap is None
     else:
         torch.testing.assert_close(behaviour[m], logp["w0"][m], atol=1e-6, rtol=0)  # the ratio's denominator
-        assert t.prefetch is not None  # step 2's rollouts are being drawn
+        assert t.overlap.prefetch is not None  # step 2's rollouts are being drawn
 
 
 def test_overlap_is_deterministic_and_counts_only_the_tokens_it_trained_on(compose_cfg):

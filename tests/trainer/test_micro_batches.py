@@ -47,7 +47,7 @@ def test_trimmed_micro_batches_give_the_padded_paths_update(compose_cfg, monkeyp
     # every group informative: a group of equal rewards gives a zero gradient in the padded path and float noise
     # (1e-7) in the trimmed one, which Adam's normalization would blow up to a full step of lr
     r = torch.tensor([1.0, 0.0, 0.0, 1.0] * 4)
-    monkeypatch.setattr(t, "_verify", lambda rb, idx, problems: (r, r))
+    monkeypatch.setattr(t.scorer, "verify", lambda rb, idx, problems: (r, r))
     scored = t.score(*t.collect())
     batches = t._batches(scored, t.advantages(scored))
     lengths = scored.rollout.lengths

@@ -17,7 +17,7 @@ SMALL = FAST + ["train.prompts_per_step=2", "k=4", "entropy=off"]
 def rig_rewards(t: Trainer, monkeypatch) -> None:
     """Two groups of K=4 with unequal rewards, whatever was sampled: advantages that move the policy."""
     r = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0])
-    monkeypatch.setattr(t, "_verify", lambda rb, idx, problems: (r, r))
+    monkeypatch.setattr(t.scorer, "verify", lambda rb, idx, problems: (r, r))
 
 
 def _spy_lm_head(t: Trainer) -> list[tuple[str, torch.dtype]]:
