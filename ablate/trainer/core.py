@@ -9,8 +9,6 @@ update in update.py, the loop over steps in loop.py.
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import dataclasses
 import math
 import time
@@ -23,13 +21,13 @@ from ablate.config import as_object
 from ablate.trainer import advantages as adv_mod
 from ablate.trainer.collectives import all_gather_cat, all_sum, rank_and_size, reduce_record
 from ablate.trainer.distributed import train_data_parallel
-from ablate.trainer.fsdp import full_params, load_sharded_state, shard_model, sharded_state
 from ablate.trainer.loop import Diverged, TrialResult, run_trial
-from ablate.trainer.losses import KL_ESTIMATORS, KL_PLACEMENTS, kl_reward_penalty, masked_mean
+from ablate.trainer.losses import KL_ESTIMATORS, kl_reward_penalty, masked_mean
 from ablate.trainer.masks import build_loss_mask
-from ablate.trainer.models import build_model, build_tokenizer
+from ablate.trainer.models import build_tokenizer
 from ablate.trainer.overlap import OverlappedRollouts
-from ablate.trainer.precision import AUTOCAST_DTYPES, compute_context, compute_mode, frozen_dtype
+from ablate.trainer.policy_model import PolicyModel
+from ablate.trainer.precision import compute_context, compute_mode, frozen_dtype
 from ablate.trainer.rollout import RolloutBatch, SamplingParams, build_backend
 from ablate.trainer.sampling import PromptSampler, ReuseBuffer, collect_groups
 from ablate.trainer.schedules import entropy_coef_at, lr_multiplier
@@ -44,7 +42,6 @@ from ablate.trainer.update import (
     chunked_logprobs,
     several_passes,
 )
-from ablate.trainer.warmstart import load_or_train
 
 
 def _hold_memory(gb: float) -> None:
@@ -82,14 +79,13 @@ class Trainer:
         self.cfg, self.seed = as_object(cfg), seed
         self._setup_process()
         self._setup_policy()
-        self._setup_parallel()
         self._setup_backend()
         self._setup_overlap()
-        self._setup_optimizer()
+        self._setup_update()
         self._setup_sampling()
 
-    # ---- setup (in this order: the reference copies the warm-started policy; sharding precedes the rollout engine,
-    # whose free-memory check must see the sharded policy and reference, and the optimizer)
+    # ---- setup (in this order: the policy is sharded before the rollout engine is built, whose free-memory check
+    # must see the sharded policy and reference; the update pushes new weights to that engine)
     def _setup_process(self) -> None:
         t = self.cfg.train
         if t.threads > 0:
@@ -98,21 +94,25 @@ class Trainer:
         self.device = t.device if t.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
         if self.device == "cuda" and self.world > 1:
             self.device = f"cuda:{self.rank}"
-        self.compute = compute_context(compute_mode(self.cfg.model), self.device)
+        self.compute = compute_context(compute_mode(self.cfg.model), self.device)  # model.dtype's autocast
 
     def _setup_policy(self) -> None:
-        """Task, tokenizer, the seed's initial weights, warm start; the reference only if KL needs one."""
+        """Task, tokenizer, the seed's streams; the policy with its reference, wrapper and optimizer."""
         cfg = self.cfg
         self.task = load_task(cfg.task)
         self.tok = build_tokenizer(cfg.model, self.task.alphabet)
         self.streams = SeedStreams(self.seed, self.rank)
-        self.model = build_model(cfg.model, self.tok.vocab_size, self.streams.model_init, self.device)
-        self.warmstart_path = load_or_train(cfg, self.seed, self.model, self.tok, self.task)
-        self.kl_place = KL_PLACEMENTS[cfg.algo.kl.mode]
-        self.ref = None
-        if self.kl_place.needs_reference:
-            ref = copy.deepcopy(self.model).eval().requires_grad_(False)
-            self.ref = ref.to(frozen_dtype(cfg.model))  # frozen: no master copy needed
+        self.policy = PolicyModel(
+            cfg, self.seed, self.tok, self.task, self.streams, self.device, self.rank, self.world
+        )
+        self.kl_place = self.policy.kl_place
+
+    # the policy's parts, as the phases below and the tests read them
+    model = property(lambda self: self.policy.model)
+    ref = property(lambda self: self.policy.ref)
+    opt = property(lambda self: self.policy.opt)
+    update_gen = property(lambda self: self.policy.update_gen)
+    warmstart_path = property(lambda self: self.policy.warmstart_path)
 
     def _setup_backend(self) -> None:
         """The rollout backend; an engine holding its own weights (vLLM) holds them in model.dtype, with room for
@@ -150,37 +150,10 @@ class Trainer:
             self.overlap.start_next(self._collect_behaviour)
         return got
 
-    def _setup_parallel(self) -> None:
-        """Several ranks: FSDP shards in place, DDP wraps ``train_model`` (what the update's forward runs)."""
-        self.train_model = self.model
-        on_gpu = self.device.startswith("cuda")
-        self.sharded = self.world > 1 and self.cfg.train.parallel == "fsdp"
-        if self.sharded:
-            dtype = AUTOCAST_DTYPES[compute_mode(self.cfg.model)]
-            shard_model(self.model, dtype)
-            if self.ref is not None:
-                shard_model(self.ref, dtype)
-        elif self.world > 1:
-            from torch.nn.parallel import DistributedDataParallel
-
-            self.train_model = DistributedDataParallel(self.model, device_ids=[self.rank] if on_gpu else None)
-
-    def _setup_optimizer(self) -> None:
-        o = self.cfg.optim  # fused: one kernel per optimizer step, on CPU and GPU
-        betas, wd = (o.beta1, o.beta2), o.weight_decay
-        self.opt = torch.optim.AdamW(
-            self.model.parameters(), lr=o.lr, betas=betas, weight_decay=wd, fused=True
-        )
-        self.update_gen = torch.Generator().manual_seed(self.streams.update_order)
+    def _setup_update(self) -> None:
+        p = self.policy
         self.policy_update = PolicyUpdate(
-            self.cfg,
-            self.model,
-            self.train_model,
-            self.opt,
-            self.update_gen,
-            self.world,
-            self.backend,
-            self.compute,
+            self.cfg, p.model, p.train_model, p.opt, p.update_gen, self.world, self.backend, self.compute
         )
 
     def _setup_sampling(self) -> None:
@@ -204,9 +177,7 @@ class Trainer:
 
     # ---- rollout and verification -------------------------------------------------------------------------
     def _policy_for_sampling(self):
-        """FSDP + a backend that samples with the policy: gathered once for the whole rollout, since ranks may
-        sample different lengths (see trainer/fsdp.py). A no-op otherwise."""
-        return full_params(self.model) if self.backend.needs_full_policy else contextlib.nullcontext()
+        return self.policy.gathered(self.backend.needs_full_policy)
 
     def _rollout(self, idx: list[int], ids, K: int, gen) -> RolloutBatch:
         prompts = [ids[i] for i in idx for _ in range(K)]
@@ -255,8 +226,7 @@ class Trainer:
         """Set this step's learning rate -> (lr, entropy coefficient)."""
         o, ent, total = self.cfg.optim, self.cfg.algo.entropy, self.cfg.train.steps
         lr = o.lr * lr_multiplier(o.schedule, step, total, o.warmup_ratio, o.min_lr_ratio, o.decay_ratio)
-        for g in self.opt.param_groups:
-            g["lr"] = lr
+        self.policy.set_lr(lr)
         return lr, entropy_coef_at(step, total, ent.coef, ent.final_ratio, ent.anneal_fraction)
 
     def _local(self, global_rows: torch.Tensor, n_local: int) -> torch.Tensor:
@@ -355,26 +325,18 @@ class Trainer:
     # ---- checkpoints (the folder and its layout: trainer/checkpoint.py; when: trainer/loop.py) -----------
     @property
     def sharded_keys(self) -> tuple[str, ...]:
-        """State saved shard by shard (torch.distributed.checkpoint): FSDP's policy and optimizer."""
-        return ("model", "optimizer") if self.sharded else ()
+        return self.policy.sharded_keys
 
     @property
     def replicated_keys(self) -> tuple[str, ...]:
-        """State equal on every rank, saved once: DDP's policy and optimizer."""
-        return ("model", "optimizer") if self.world > 1 and not self.sharded else ()
+        return self.policy.replicated_keys
 
     def state_dict(self) -> dict:
         """Everything ``step()`` changes, so a trainer built afresh and loaded with it continues bit for bit: the
-        policy and optimizer, every generator (row order, sampling, torch's global one, the sampler's prompt
-        order), the sampler's position and replay weights, the running reward moments, the reuse buffer and
-        the token count. Not the KL reference: it is the warm-started policy, rebuilt at setup."""
-        if self.sharded:
-            state = sharded_state(self.model, self.opt)
-        else:
-            state = {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
-        state.update(
-            training=self.model.training,
-            update_gen=self.update_gen.get_state(),
+        policy's (weights, optimizer, row order), the sampling generator, torch's global one, the sampler's
+        prompt order, position and replay weights, the running reward moments, the reuse buffer, the token
+        count."""
+        state = self.policy.state_dict() | dict(
             sample_gen=self.sample_gen.get_state(),
             torch_rng=torch.get_rng_state(),
             sampler=self.sampler.state_dict(),
@@ -388,13 +350,7 @@ class Trainer:
 
     def load_state_dict(self, state: dict) -> None:
         """Restore ``state_dict()``'s state; the rollout backend gets the restored weights (vLLM reloads)."""
-        if self.sharded:
-            load_sharded_state(self.model, self.opt, state)
-        else:
-            self.model.load_state_dict(state["model"])
-            self.opt.load_state_dict(state["optimizer"])
-        self.model.train(state["training"])
-        self.update_gen.set_state(state["update_gen"])
+        self.policy.load_state_dict(state)
         self.sample_gen.set_state(state["sample_gen"])
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and self.device.startswith("cuda"):
