@@ -144,7 +144,7 @@ def tasks_matrix() -> str:
     """technique_matrix on three embedded tasks at 5 seeds: the report's Tasks table and its claims."""
     import pandas as pd
 
-    from ablate.report.render import claims_display, tasks_display
+    from ablate.report.section_tables import claims_display, tasks_display
 
     run, tasks, seeds = (FIGURES / "tasks_matrix_run.txt").read_text().split("\n")[:3]
     tasks = tasks.split()
@@ -166,7 +166,7 @@ def reward_kl() -> str:
     """kl=none,k3_loss x reward=verifier,learned at 5 seeds: the report's proxy-gold table and its ANOVA."""
     import pandas as pd
 
-    from ablate.report.render import anova_display, reward_gap_display
+    from ablate.report.section_tables import anova_display, reward_gap_display
 
     gap = pd.read_csv(FIGURES / "reward_kl_reward_gap.csv")
     aov = pd.read_csv(FIGURES / "reward_kl_anova.csv")

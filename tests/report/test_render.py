@@ -197,15 +197,15 @@ def test_every_variant_is_drawn_or_named_as_not_drawn(report, tmp_path):
 def test_reproducibility_names_versions_off_the_lock(tmp_path, monkeypatch):
     """A report made with another transformers than the lock's says so, with both versions; one made with
     the locked versions says they match."""
-    from ablate.report import lock, render
+    from ablate.report import lock, manifest
 
     run = simulated_run(tmp_path / "runs", {"baseline": 0.0, "v": 0.0}, seeds=3)
     pins = lock.read_lock()
-    monkeypatch.setattr(render, "_versions", lambda: {"transformers": "0.0.1", "numpy": pins["numpy"]})
+    monkeypatch.setattr(manifest, "_versions", lambda: {"transformers": "0.0.1", "numpy": pins["numpy"]})
     md = (write_report(run, tmp_path / "r1", figures=False) / "report.md").read_text()
     assert "differ from the lock (requirements/cpu-lock.txt" in md
     assert f"transformers 0.0.1 (lock {pins['transformers']})" in md and "numpy" not in md.split("lock (")[-1]
-    monkeypatch.setattr(render, "_versions", lambda: {"numpy": pins["numpy"]})
+    monkeypatch.setattr(manifest, "_versions", lambda: {"numpy": pins["numpy"]})
     md = (write_report(run, tmp_path / "r2", figures=False) / "report.md").read_text()
     assert "Every version above matches the lock (requirements/cpu-lock.txt)." in md
 
