@@ -1,7 +1,7 @@
 """Checkpoint save and restore time on the embedded tiny model, against the step it would interrupt.
 
 A trainer runs 2 steps (so AdamW has its moments), then its state plus a 60-record history is saved and
-restored ``reps`` times through a plain path and a file:// URI (pyarrow.fs): min and median seconds, bytes on
+restored ``reps`` times through a plain path and a file:// URI (fsspec): min and median seconds, bytes on
 disk, and the ratio to one RL step, the cost per save of ``train.checkpoint_every=1``.
 `.venv/bin/python -m bench.checkpoint [--reps N]`: a table, then bench/results/checkpoint.json.
 """

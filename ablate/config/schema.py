@@ -215,7 +215,7 @@ class TrainConfig:
     # every RNG stream, the sampler and the records so far are saved, so a retried trial resumes where it
     # stopped (bit for bit on CPU). 0 = off: the embedded trials take seconds, a save would cost more.
     checkpoint_every: int = 0
-    # A path every node sees (an NFS mount; made absolute on the driver) or a URI pyarrow.fs opens: s3://,
+    # A path every node sees (an NFS mount; made absolute on the driver) or a URI fsspec opens: s3://,
     # gs://, file://. Each trial keeps its own folder below it.
     checkpoint_dir: str = "checkpoints"
     checkpoint_keep: int = 2  # the newest N complete checkpoints are kept, older ones removed

@@ -19,7 +19,7 @@ they differ, and every convention is stated where it is used:
   ``model.dtype`` + paged KV cache); with sleep mode it frees that while the policy trains, so the peak is the
   larger of the two phases. Its KV budget is that share less its weights (before vLLM's own activation
   reserve), ``2 L kv_dim`` values per token: it must hold one sequence of prompt + response (vLLM refuses
-  to start otherwise), and how many at once it holds sets how many waves a rank's rollout takes. The HF
+  to start otherwise; checked when ``task.max_prompt_length`` is set, as the engine then sizes for it), and how many at once it holds sets how many waves a rank's rollout takes. The HF
   backend keeps a KV cache for the rank's whole rollout batch.
 - time: tokens at their mean lengths, ``launcher.mean_length_fraction`` of the maxima (an assumption: set it
   from a pilot run's lengths) -- what trimmed micro-batches of one row cost -- with the figure padded to the
@@ -81,8 +81,9 @@ class MemoryPlan:
     length_fraction: float = 1.0  # the mean lengths assumed, a fraction of the maxima
     seq: int = 0  # prompt + response tokens at most: vLLM's max_model_len
     rows: int = 0  # rollout rows per rank
-    kv_tokens: float | None = None  # vLLM's KV cache, tokens per engine (None: the HF backend)
+    kv_tokens: float | None = None  # vLLM's KV cache, tokens per engine (None: the HF backend, or unknown)
     vllm_weights: float = 0.0  # vLLM's weight copy, bytes per GPU
+    vllm_share: float = 0.0  # vLLM's share of the card, bytes (of the variant the KV figures are of)
     checkpoint_every: int = 0  # train.checkpoint_every (0: no checkpoints)
     checkpoint_keep: int = 0
     checkpoint_bytes: float = 0.0  # one checkpoint, the whole trial's (all ranks' shards)
@@ -177,7 +178,8 @@ def plan_trial(
         rollout = cfg.rollout.gpu_memory_utilization * whole if whole is not None else 0.0
         tp = max(1, int(OmegaConf.select(cfg, "rollout.tensor_parallel_size", default=1) or 1))
         vllm_weights = p * b / tp
-        kv_tokens = max(0.0, rollout - vllm_weights) / (kv_per_token / tp)
+        if cfg.task.max_prompt_length:  # 0: the engine takes the model's whole context, unknown here
+            kv_tokens = max(0.0, rollout - vllm_weights) / (kv_per_token / tp)
         sleeps = cfg.rollout.enable_sleep_mode
         total = static + (max(activations, rollout) if sleeps else activations + rollout)
     else:
@@ -186,7 +188,8 @@ def plan_trial(
     f = length_fraction or float(OmegaConf.select(cfg, "launcher.mean_length_fraction", default=1.0) or 1.0)
     return MemoryPlan(s, world, parallel, weights, grads, optimizer, activations, rollout, total, card,
                       step_seconds(cfg, s, world, seq * f), step_seconds(cfg, s, world, seq), f, seq, rows,
-                      kv_tokens, vllm_weights, **checkpoint_plan(cfg, p))  # fmt: skip
+                      kv_tokens, vllm_weights, rollout if kv_tokens is not None else 0.0,
+                      **checkpoint_plan(cfg, p))  # fmt: skip
 
 
 def checkpoint_plan(cfg, params: float) -> dict:
@@ -236,7 +239,8 @@ def plan_sweep(plan, cfg) -> MemoryPlan | None:
                    padded_step_seconds=slow.padded_step_seconds, checkpoint_every=ck.checkpoint_every,
                    checkpoint_keep=ck.checkpoint_keep, checkpoint_bytes=ck.checkpoint_bytes,
                    checkpoint_saves=ck.checkpoint_saves, checkpoint_seconds=ck.checkpoint_seconds,
-                   kv_tokens=kv.kv_tokens, seq=kv.seq, rows=kv.rows, vllm_weights=kv.vllm_weights)  # fmt: skip
+                   kv_tokens=kv.kv_tokens, seq=kv.seq, rows=kv.rows, vllm_weights=kv.vllm_weights,
+                   vllm_share=kv.vllm_share)  # fmt: skip
 
 
 def _gib(x: float) -> str:
@@ -278,8 +282,8 @@ def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
 
 def _kv_line(mp: MemoryPlan) -> str:
     at_once = int(mp.kv_tokens // mp.seq) if mp.seq else 0
-    head = (f"vLLM KV cache: share {_gib(mp.rollout)} - its weights {_gib(mp.vllm_weights)} = "
-            f"{_gib(max(0.0, mp.rollout - mp.vllm_weights))} ~ {mp.kv_tokens:,.0f} tokens")  # fmt: skip
+    head = (f"vLLM KV cache: share {_gib(mp.vllm_share)} - its weights {_gib(mp.vllm_weights)} = "
+            f"{_gib(max(0.0, mp.vllm_share - mp.vllm_weights))} ~ {mp.kv_tokens:,.0f} tokens")  # fmt: skip
     if not mp.kv_fits:
         return f"{head}: less than one sequence of {mp.seq} tokens  DOES NOT FIT"
     waves = math.ceil(mp.rows / at_once)
@@ -292,7 +296,7 @@ def refuse_if_too_big(mp: MemoryPlan | None) -> None:
         return
     if not mp.kv_fits:
         raise ConfigError(
-            f"rollout.gpu_memory_utilization: vLLM's share of the card ({_gib(mp.rollout)}) less its weights "
+            f"rollout.gpu_memory_utilization: vLLM's share of the card ({_gib(mp.vllm_share)}) less its weights "
             f"({_gib(mp.vllm_weights)}) leaves ~{mp.kv_tokens:,.0f} tokens of KV cache, less than one sequence of "
             f"{mp.seq} (prompt + response): vLLM would refuse to start; raise rollout.gpu_memory_utilization or "
             "shorten task.max_prompt_length / rollout.max_response_length (force=true to launch anyway)"

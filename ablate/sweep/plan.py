@@ -307,7 +307,9 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
                 ident.seed = base.seed
                 run_hashes.append((name, config_hash(ident)))
             resolve_local_paths(tcfg)
-            trials.append(Trial(name, seed, overrides, h, OmegaConf.to_yaml(tcfg), factors.get(name, {})))
+            trials.append(
+                Trial(name, seed, overrides, h, OmegaConf.to_yaml(tcfg, resolve=True), factors.get(name, {}))
+            )
     if len(seeds) == 1 and len(variants) > 1:
         notes.append(
             f"seeds={cfg.seeds}: one seed per variant gives no test, no interval and no verdict (only Δ); "

@@ -35,7 +35,7 @@ from collections.abc import Callable
 
 import torch
 
-from ablate.config.unhashed import UNHASHED
+from ablate.config.unhashed import UNHASHED, drop_unset
 
 MARKER = "meta.json"
 FORMAT = 1
@@ -51,7 +51,7 @@ def fingerprint(cfg, seed: int) -> str:
         node = dataclasses.asdict(getattr(cfg, section))
         for key in IGNORED.get(section, ()):
             node.pop(key, None)
-        blob[section] = node
+        blob[section] = drop_unset(section, node)  # as the config hash: a key added later changes no identity
     blob["seed"] = int(seed)
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
