@@ -28,17 +28,24 @@ def _high_water_kib() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 
 
-def _measure(rows: int, chunk: int) -> dict:
+def _random_llama(max_positions: int):
+    """A 2-layer random-weight Llama with SmolLM2's vocabulary (seeded: the same weights in every process)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=max_positions)  # fmt: skip
+    return LlamaForCausalLM(cfg)
+
+
+def _measure(rows: int, chunk: int) -> dict:
+    import torch
 
     from ablate.trainer.rollout import RolloutBatch
     from ablate.trainer.update import chunked_logprobs
 
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128)  # fmt: skip
-    model = LlamaForCausalLM(cfg).eval()
+    model = _random_llama(128).eval()
     ids = torch.randint(3, VOCAB, (rows, PROMPT + RESPONSE))
     rb = RolloutBatch(ids[:, :PROMPT], torch.ones(rows, PROMPT, dtype=torch.long), ids[:, PROMPT:],
                       torch.ones(rows, RESPONSE), torch.zeros(rows, RESPONSE), torch.zeros(rows, dtype=torch.bool))  # fmt: skip
@@ -51,14 +58,10 @@ def _measure(rows: int, chunk: int) -> dict:
 
 def _measure_update(piece_mib: int) -> dict:
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
 
     from ablate.trainer import policy
 
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=2048)  # fmt: skip
-    model = LlamaForCausalLM(cfg).to(torch.bfloat16)  # bf16 logits, as a GPU's compute dtype gives them
+    model = _random_llama(2048).to(torch.bfloat16)  # bf16 logits, as a GPU's compute dtype gives them
     ids = torch.randint(3, VOCAB, (1, PROMPT + UPDATE_TOKENS))
     if piece_mib:
         policy.LOGIT_CHUNK_BYTES = piece_mib * 2**20
@@ -73,18 +76,21 @@ def _measure_update(piece_mib: int) -> dict:
             "grad_checksum": grad}  # fmt: skip
 
 
-def measure_update(piece_mib: int) -> dict:
-    """The update pass's figure with pieces of ``piece_mib`` (0: the default, one piece here), in its own process."""
-    out = subprocess.run([sys.executable, "-m", "bench.logprob_memory", "--one-update", str(piece_mib)],
+def _in_a_fresh_process(*args: str) -> dict:
+    """One figure, in its own process (peak RSS only grows)."""
+    out = subprocess.run([sys.executable, "-m", "bench.logprob_memory", *args],
                          capture_output=True, text=True, check=True, timeout=300)  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_update(piece_mib: int) -> dict:
+    """The update pass's figure with pieces of ``piece_mib`` (0: the default, one piece here)."""
+    return _in_a_fresh_process("--one-update", str(piece_mib))
 
 
 def measure(rows: int, chunk: int) -> dict:
-    """One figure, in its own process."""
-    out = subprocess.run([sys.executable, "-m", "bench.logprob_memory", "--one", str(rows), str(chunk)],
-                         capture_output=True, text=True, check=True, timeout=300)  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """The old-logprob pass's figure for ``rows`` rows, ``chunk`` tokens at a time (0: one pass)."""
+    return _in_a_fresh_process("--one", str(rows), str(chunk))
 
 
 def main() -> None:
