@@ -22,20 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     mark("driver: imported")
     argv = list(sys.argv[1:] if argv is None else argv)
     cpu_kernels.pin(cpu_kernels.from_argv(argv))  # before anything imports torch (composing does)
-    if "--version" in argv:
-        from ablate import __version__
-
-        print(f"ablate {__version__}")
-        return 0
-    if "--info" in argv:
-        print(info_text())
-        return 0
-    if any(a in ("-h", "--help", "help") for a in argv):
-        if argv[0] == "report":
-            print(REPORT_HELP)
-            return 0
-        print(help_text())
-        return 0
+    answered = _answer_without_config(argv)
+    if answered is not None:
+        return answered
     print_cfg = "--cfg" in argv
     if print_cfg:
         i = argv.index("--cfg")
@@ -53,18 +42,10 @@ def main(argv: list[str] | None = None) -> int:
             f"error: {bad[0]!r}: not an override; use key=value or group=option (see --help)", file=sys.stderr
         )
         return 2
-    from ablate.compose import compose
     from ablate.sweep.errors import SweepLocked, SweepStopped, SystemicFailure
 
     try:
-        if multirun:
-            from ablate.sweep import multirun as mr
-
-            axes, argv, sweep_overrides = mr.split(argv)
-            cfg = compose([a for a in argv if not a.startswith("sweep=")])
-            cfg.sweep = mr.sweep_spec(axes, sweep_overrides)
-        else:
-            cfg = compose(argv)
+        cfg = _composed(argv, multirun)
         validate_launch(cfg)
         mark("driver: composed")
         if print_cfg:
@@ -75,21 +56,45 @@ def main(argv: list[str] | None = None) -> int:
         if cfg.mode == "report":
             return run_report_mode(cfg)
         return run_sweep(cfg, argv)
-    except ConfigError as e:
+    except (ConfigError, SweepLocked, SystemicFailure, SweepStopped) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except SweepLocked as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 3
-    except (SystemicFailure, SweepStopped) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, ConfigError) else 3 if isinstance(e, SweepLocked) else 1
     except KeyboardInterrupt:
         print(
             "interrupted: finished trials are kept in the store; rerun the same command to resume",
             file=sys.stderr,
         )
         return 130
+
+
+def _answer_without_config(argv: list[str]) -> int | None:
+    """--version, --info and help need no config: their exit code, or None."""
+    if "--version" in argv:
+        from ablate import __version__
+
+        print(f"ablate {__version__}")
+        return 0
+    if "--info" in argv:
+        print(info_text())
+        return 0
+    if any(a in ("-h", "--help", "help") for a in argv):
+        print(REPORT_HELP if argv[0] == "report" else help_text())
+        return 0
+    return None
+
+
+def _composed(argv: list[str], multirun: bool):
+    """The run's config; with -m, the comma lists become a sweep's variants (ablate.sweep.multirun)."""
+    from ablate.compose import compose
+
+    if not multirun:
+        return compose(argv)
+    from ablate.sweep import multirun as mr
+
+    axes, argv, sweep_overrides = mr.split(argv)
+    cfg = compose([a for a in argv if not a.startswith("sweep=")])
+    cfg.sweep = mr.sweep_spec(axes, sweep_overrides)
+    return cfg
 
 
 def run_cli() -> None:

@@ -56,73 +56,108 @@ def merge_overrides(*lists: list[str]) -> list[str]:
 def _one_line(exc: Exception, overrides: list[str]) -> str:
     """Hydra/OmegaConf messages are multi-line; reduce to 'key=value: what is allowed'."""
     msg = str(exc) + "\n" + str(exc.__cause__ or "")
-    m = re.search(r"Could not find '([^']+)/([^']+)'", msg)
-    if m:
-        from ablate.aliases import PLAIN_KEYS
-
-        group, value = m.group(1), m.group(2)
-        plain = f"; any other value: {PLAIN_KEYS[group]}={value}" if group in PLAIN_KEYS else ""
-        return f"{group}={value!r}: unknown option; allowed: {', '.join(group_options(group)) or '(none)'}{plain}"
-    m = re.search(r"Config group override must be a string or a list\. Got (\w+)", msg)
-    if m:  # k=3.5: Hydra names neither the group nor the value
-        from ablate.aliases import PLAIN_KEYS
-
-        groups = set(group_names())
-        for ov in overrides:
-            key, _, value = ov.partition("=")
-            if key in groups:
-                try:
-                    float(value)
-                except ValueError:
-                    continue
-                plain = f"; any other value: {PLAIN_KEYS[key]}={value}" if key in PLAIN_KEYS else ""
-                return f"{key}={value}: unknown option; allowed: {', '.join(group_options(key))}{plain}"
-    m = re.search(r"Could not override '([^']+)'", msg)
-    if m and "No match in the defaults list" in msg:
-        return f"{m.group(1)}: no such config group; groups: {', '.join(group_names())}"
-    m = re.search(r"Key '([^']+)' not in '([^']+)'", msg)
-    if m:
-        from ablate.config.keys import did_you_mean
-
-        full = re.search(r"full_key: (\S+)", msg)
-        key = full.group(1) if full else m.group(1)
-        typed = [o.split("=", 1)[0].lstrip("+~") for o in overrides]  # the whole path, not its first bad part
-        key = next((t for t in typed if t.startswith(key + ".")), key)
-        return f"{key}: no such key in {m.group(2)}{did_you_mean(key, tuple(group_names()))}"
-    m = re.search(r"Value '([^']*)' is not a valid (\w+)", msg)
-    if m:
-        full = re.search(r"full_key: (\S+)", msg)
-        kind = {"bool": "bool (true or false)"}.get(m.group(2), m.group(2))
-        return f"{full.group(1) if full else '?'}={m.group(1)!r}: must be of type {kind}"
-    m = re.search(r"(?:Value (\S+) \((\w+)\)|'(\w+)') is incompatible with type hint '([^']+)'", msg)
-    if m:  # a sweep file's value of the wrong shape (variants: {a: k=4} instead of {a: [k=4]})
-        full = re.search(r"full_key: (\S+)", msg)
-        key = full.group(1) if full else "?"
-        what = f"{key}={m.group(1)}: a {m.group(2)}" if m.group(1) else f"{key}: a mapping ({m.group(3)})"
-        want = (
-            "a list of overrides, e.g. [k=4]" if "List" in m.group(4) else m.group(4).replace("typing.", "")
-        )
-        return f"{what}, must be {want}"
-    m = re.search(r"Ambiguous value for argument '([^']+)'", msg)
-    if m:
-        return (
-            f"{m.group(1)}: a comma list is a sweep over those values: add -m (python -m ablate -m "
-            f"{m.group(1)} ...), or write a list as key=[a,b]"
-        )
-    m = re.search(r"Value '([^']*)' (?:of type '[^']*' )?could not be converted to (\w+)", msg)
-    if m:
-        full = re.search(r"full_key: (\S+)", msg)
-        return f"{full.group(1) if full else '?'}={m.group(1)!r}: must be of type {m.group(2)}"
-    m = re.search(r'in "([^"]+\.yaml)", line (\d+)', msg)
-    if m:  # YAML syntax error in a config or sweep file
-        lines = [ln.strip() for ln in msg.splitlines() if ln.strip() and not ln.strip().startswith("in ")]
-        return f"{m.group(1)}: malformed YAML at line {m.group(2)}: {'; '.join(lines[:2])}"
-    m = re.search(r"no viable alternative at input '([^']*)'", msg)
-    if m:
-        bad = next((o for o in overrides if m.group(1).rstrip("=") in o), m.group(1))
-        return f"{bad}: cannot parse this override; quote list items that contain '=' (e.g. key=['a=b'])"
+    for pattern, say in _MESSAGES:
+        m = re.search(pattern, msg)
+        line = say(m, msg, overrides) if m else None
+        if line is not None:
+            return line
     first = msg.strip().splitlines()[0] if msg.strip() else type(exc).__name__
     return f"{first} (overrides: {' '.join(overrides)})"
+
+
+def _full_key(msg: str, default: str = "?") -> str:
+    full = re.search(r"full_key: (\S+)", msg)
+    return full.group(1) if full else default
+
+
+def _unknown_option(m, msg, overrides) -> str:
+    from ablate.aliases import PLAIN_KEYS
+
+    group, value = m.group(1), m.group(2)
+    plain = f"; any other value: {PLAIN_KEYS[group]}={value}" if group in PLAIN_KEYS else ""
+    return f"{group}={value!r}: unknown option; allowed: {', '.join(group_options(group)) or '(none)'}{plain}"
+
+
+def _numeric_option(m, msg, overrides) -> str | None:
+    """k=3.5: Hydra names neither the group nor the value."""
+    from ablate.aliases import PLAIN_KEYS
+
+    groups = set(group_names())
+    for ov in overrides:
+        key, _, value = ov.partition("=")
+        if key in groups:
+            try:
+                float(value)
+            except ValueError:
+                continue
+            plain = f"; any other value: {PLAIN_KEYS[key]}={value}" if key in PLAIN_KEYS else ""
+            return f"{key}={value}: unknown option; allowed: {', '.join(group_options(key))}{plain}"
+    return None
+
+
+def _no_such_group(m, msg, overrides) -> str | None:
+    if "No match in the defaults list" not in msg:
+        return None
+    return f"{m.group(1)}: no such config group; groups: {', '.join(group_names())}"
+
+
+def _no_such_key(m, msg, overrides) -> str:
+    from ablate.config.keys import did_you_mean
+
+    key = _full_key(msg, default=m.group(1))
+    typed = [o.split("=", 1)[0].lstrip("+~") for o in overrides]  # the whole path, not its first bad part
+    key = next((t for t in typed if t.startswith(key + ".")), key)
+    return f"{key}: no such key in {m.group(2)}{did_you_mean(key, tuple(group_names()))}"
+
+
+def _wrong_type(m, msg, overrides) -> str:
+    kind = {"bool": "bool (true or false)"}.get(m.group(2), m.group(2))
+    return f"{_full_key(msg)}={m.group(1)!r}: must be of type {kind}"
+
+
+def _wrong_shape(m, msg, overrides) -> str:
+    """A sweep file's value of the wrong shape (variants: {a: k=4} instead of {a: [k=4]})."""
+    key = _full_key(msg)
+    what = f"{key}={m.group(1)}: a {m.group(2)}" if m.group(1) else f"{key}: a mapping ({m.group(3)})"
+    want = "a list of overrides, e.g. [k=4]" if "List" in m.group(4) else m.group(4).replace("typing.", "")
+    return f"{what}, must be {want}"
+
+
+def _comma_list(m, msg, overrides) -> str:
+    return (
+        f"{m.group(1)}: a comma list is a sweep over those values: add -m (python -m ablate -m "
+        f"{m.group(1)} ...), or write a list as key=[a,b]"
+    )
+
+
+def _not_converted(m, msg, overrides) -> str:
+    return f"{_full_key(msg)}={m.group(1)!r}: must be of type {m.group(2)}"
+
+
+def _malformed_yaml(m, msg, overrides) -> str:
+    """A YAML syntax error in a config or sweep file."""
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip() and not ln.strip().startswith("in ")]
+    return f"{m.group(1)}: malformed YAML at line {m.group(2)}: {'; '.join(lines[:2])}"
+
+
+def _unparsable(m, msg, overrides) -> str:
+    bad = next((o for o in overrides if m.group(1).rstrip("=") in o), m.group(1))
+    return f"{bad}: cannot parse this override; quote list items that contain '=' (e.g. key=['a=b'])"
+
+
+# Hydra's and OmegaConf's messages, in the order they are tried, each with its one line
+_MESSAGES = [
+    (r"Could not find '([^']+)/([^']+)'", _unknown_option),
+    (r"Config group override must be a string or a list\. Got (\w+)", _numeric_option),
+    (r"Could not override '([^']+)'", _no_such_group),
+    (r"Key '([^']+)' not in '([^']+)'", _no_such_key),
+    (r"Value '([^']*)' is not a valid (\w+)", _wrong_type),
+    (r"(?:Value (\S+) \((\w+)\)|'(\w+)') is incompatible with type hint '([^']+)'", _wrong_shape),
+    (r"Ambiguous value for argument '([^']+)'", _comma_list),
+    (r"Value '([^']*)' (?:of type '[^']*' )?could not be converted to (\w+)", _not_converted),
+    (r'in "([^"]+\.yaml)", line (\d+)', _malformed_yaml),
+    (r"no viable alternative at input '([^']*)'", _unparsable),
+]
 
 
 def _quote_numeric_groups(overrides: list[str]) -> list[str]:

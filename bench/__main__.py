@@ -105,7 +105,7 @@ def main() -> None:
         nargs="+",
         default=None,
         metavar="NAME",
-        help="only these calibration scenarios (ablate.stats.calibrate.run_all's names)",
+        help="only these calibration scenarios (ablate.calibration.run_all's names)",
     )
     ap.add_argument("--calibration-scale", type=float, default=0.6,
                     help="multiplies the calibration scenarios' simulated sweeps (1.0: 1000 for the A/A test)")  # fmt: skip
@@ -222,7 +222,7 @@ def main() -> None:
         results["adaptive"] = adaptive_seeds.run(reps=300 if args.quick else 2000)
         adaptive_seeds.print_table(results["adaptive"])
     if "calibration" in args.only:
-        from ablate.stats.calibrate import run_all
+        from ablate.calibration import run_all
 
         results["calibration"] = c = run_all(0.2 if args.quick else args.calibration_scale, args.scenarios)
         print("\n== calibration through `python -m ablate report` on simulated stores with known truth")

@@ -61,10 +61,10 @@ def test_planner_composer_equals_full_compose_for_every_shipped_variant(sweep):
     from omegaconf import OmegaConf
 
     from ablate.sweep import relative
-    from ablate.sweep.plan import _variants
+    from ablate.sweep.variants import sweep_variants
 
     spec = compose([f"sweep={sweep}"]).sweep
-    variants, _ = _variants(spec)
+    variants, _ = sweep_variants(spec)
     composer = Composer()
     for name, ovs in variants.items():
         for cli in ([], ["train.steps=7", "optim.lr=1e-4", "k=4"]):  # with and without a user's overrides

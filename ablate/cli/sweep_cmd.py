@@ -11,7 +11,8 @@ from ablate.timeline import mark
 
 def run_sweep(cfg, overrides: list[str]) -> int:
     from ablate.store import run_dir
-    from ablate.sweep.plan import build_plan, describe
+    from ablate.sweep.dry_run import describe
+    from ablate.sweep.plan import build_plan
     from ablate.sweep.progress import SweepProgress
     from ablate.sweep.runner import execute
 

@@ -21,19 +21,7 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     )
 
     def show(rec: dict) -> None:
-        if "loss" not in rec:
-            print(
-                f"step {rec['step']:>4}/{steps}  eval/positive_rate {rec.get('eval/positive_rate', float('nan')):.3f}",
-                flush=True,
-            )
-            return
-        ev = f"  eval {rec['eval/positive_rate']:.3f}" if "eval/positive_rate" in rec else ""
-        print(
-            f"step {rec['step']:>4}/{steps}  reward {rec['reward/mean']:.3f}  pos {rec['positive_rate']:.3f}  "
-            f"entropy {rec['entropy']:.3f}  loss {rec['loss']:+.4f}  gnorm {rec['grad_norm']:.2f}  "
-            f"len {rec['completion_length/mean']:.1f}  {rec['time/step'] * 1000:.0f} ms{ev}",
-            flush=True,
-        )
+        _show_step(rec, steps)
 
     import json
     import uuid
@@ -72,3 +60,20 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     )
     print(f"store: {store.trial_paths(run, 'train', int(cfg.seed)).dir}", flush=True)
     return 0 if status == "done" else 1
+
+
+def _show_step(rec: dict, steps: int) -> None:
+    """One line a step (an eval-only record: its eval)."""
+    if "loss" not in rec:
+        print(
+            f"step {rec['step']:>4}/{steps}  eval/positive_rate {rec.get('eval/positive_rate', float('nan')):.3f}",
+            flush=True,
+        )
+        return
+    ev = f"  eval {rec['eval/positive_rate']:.3f}" if "eval/positive_rate" in rec else ""
+    print(
+        f"step {rec['step']:>4}/{steps}  reward {rec['reward/mean']:.3f}  pos {rec['positive_rate']:.3f}  "
+        f"entropy {rec['entropy']:.3f}  loss {rec['loss']:+.4f}  gnorm {rec['grad_norm']:.2f}  "
+        f"len {rec['completion_length/mean']:.1f}  {rec['time/step'] * 1000:.0f} ms{ev}",
+        flush=True,
+    )

@@ -22,6 +22,18 @@ MAX_SHARED_UTILIZATION = 0.9
 
 def validate_launch(cfg) -> None:
     """Checks on the run as a whole (launcher, logger, seeds), beyond one trial's values."""
+    _check_cpus(cfg)
+    _check_gpus(cfg)
+    if cfg.rollout.backend == "vllm" and not cfg.ray.address:  # local run: check here, not inside a worker
+        from ablate.trainer.rollout.vllm import platform_problem  # a CUDA GPU, or vLLM's CPU build
+
+        problem = platform_problem()
+        if problem is not None:
+            _fail("rollout.backend", "vllm", problem)
+    _check_retries_and_seeds(cfg)
+
+
+def _check_cpus(cfg) -> None:
     _one_of("mode", cfg.mode, ["sweep", "train", "report"])
     _one_of("logger", cfg.logger, ["none", "wandb"])
     _one_of("launcher.name", cfg.launcher.name, ["local", "cluster"])
@@ -38,6 +50,11 @@ def validate_launch(cfg) -> None:
             )
     if not 0 < cfg.launcher.mean_length_fraction <= 1:
         _fail("launcher.mean_length_fraction", cfg.launcher.mean_length_fraction, "must be in (0, 1]")
+
+
+def _check_gpus(cfg) -> None:
+    """GPUs per trial: whole GPUs for data-parallel trials, fractions packed only where they fit (vLLM's share
+    is of the whole card), and never more than Ray has or this machine shows."""
     if cfg.launcher.gpus_per_trial < 0:
         _fail("launcher.gpus_per_trial", cfg.launcher.gpus_per_trial, "must be >= 0")
     g = cfg.launcher.gpus_per_trial
@@ -85,12 +102,9 @@ def validate_launch(cfg) -> None:
                 "no CUDA GPU is visible here, so embedded Ray could never schedule a trial; use 0 on CPU, "
                 "ray.address=auto to join a cluster, or declare GPUs with launcher.num_gpus=N (packing tests)",
             )
-    if cfg.rollout.backend == "vllm" and not cfg.ray.address:  # local run: check here, not inside a worker
-        from ablate.trainer.rollout.vllm import platform_problem  # a CUDA GPU, or vLLM's CPU build
 
-        problem = platform_problem()
-        if problem is not None:
-            _fail("rollout.backend", "vllm", problem)
+
+def _check_retries_and_seeds(cfg) -> None:
     _at_least("launcher.max_failures", cfg.launcher.max_failures, 0)
     _at_least("launcher.max_concurrent", cfg.launcher.max_concurrent, 0)
     _at_least("seed", cfg.seed, 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ablate.config.checks import _fail
 
-# Per-step keys of the trainer (ablate/trainer/core.py and sampling.py; `kl` only with a KL mode), then the
+# Per-step keys of the trainer (ablate/trainer/step_record.py and sampling.py; `kl` only with a KL mode), then the
 # task's periodic held-out eval, recorded every `train.eval_every` steps and at the end.
 STEP_METRICS = (
     "reward/mean",

@@ -60,7 +60,13 @@ def check_algo(cfg) -> None:
     if not 0 <= a.overlong_buffer < cfg.rollout.max_response_length:
         _fail("algo.overlong_buffer", a.overlong_buffer,
               f"must be in [0, rollout.max_response_length={cfg.rollout.max_response_length})")  # fmt: skip
-    rm = a.reward_model
+    _check_reward_model(cfg)
+    _check_loss_terms(a)
+
+
+def _check_reward_model(cfg) -> None:
+    """reward=learned: what it replaces (the verifier's shaping), and the embedded model's settings."""
+    rm = cfg.algo.reward_model
     if rm.kind not in ("verifier", "learned"):
         _fail("algo.reward_model.kind", rm.kind, "allowed: verifier, learned")
     if rm.kind == "learned" and (cfg.task.format_weight or cfg.task.process_weight):
@@ -79,6 +85,10 @@ def check_algo(cfg) -> None:
         _at_least("algo.reward_model.steps", rm.steps, 1)
         _at_least("algo.reward_model.batch_size", rm.batch_size, 1)
         _positive("algo.reward_model.lr", rm.lr)
+
+
+def _check_loss_terms(a) -> None:
+    """The overlong penalty, the clip range, the KL and entropy terms."""
     if a.overlong_penalty < 0:
         _fail("algo.overlong_penalty", a.overlong_penalty, "must be >= 0")
     _positive("algo.clip.epsilon", a.clip.epsilon)

@@ -208,55 +208,56 @@ def claims_table(
     per_task = wide_of(task_summ) if task_summ is not None and len(task_summ) else pd.DataFrame()
     rows = []
     for c in every:
+        head = {
+            "claim": label(c, baseline, sesoi),
+            "form": c["form"],
+            "source": c["source"],
+            "says": c["says"],
+        }
         if c["on"] and c["on"] not in tasks:
-            rows.append({"claim": label(c, baseline, sesoi), "form": c["form"], "source": c["source"], "says": c["says"],
-                         "n_pairs": 0, "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                         "ci_level": math.nan, "verdict": "not tested",
-                         "why": f"the run has no task {c['on']} (run it with sweep.tasks)"})  # fmt: skip
-            continue
-        wide = pooled
-        if c["on"]:  # that task's arms, named as the pooled ones
-            mine = [col for col in per_task.columns if col.endswith(f"@{c['on']}")]
-            wide = per_task[mine].rename(columns=lambda col: col.rpartition("@")[0])
-        if c["form"] == "share":
-            n, est, lo, hi = _share_claim(summ, factors or {}, c, level)
-            verdict = (
-                "inconclusive" if math.isnan(lo)
-                else "supported" if lo >= c["at_least"] else "contradicted" if hi < c["at_least"] else "inconclusive"
-            )  # fmt: skip
-            rows.append({"claim": label(c, baseline, sesoi), "form": "share", "source": c["source"], "says": c["says"],
-                         "n_pairs": n, "estimate": est, "ci_low": lo, "ci_high": hi, "ci_level": level,
-                         "verdict": verdict})  # fmt: skip
-            continue
-        need = list(
-            dict.fromkeys(
-                [*named_variants(c), *([baseline] if c["form"] not in ("greater", "trend") else [])]
-            )
-        )
-        y = wide.reindex(columns=need).dropna()
-        comps = [_interval(x, level) for x in _components(c, y, baseline, sign)]
-        est, lo, hi = min(comps, key=lambda r: math.inf if math.isnan(r[1]) else r[1])
-        if c["form"] == "exceeds_all" and any(r[2] < 0 for r in comps):
-            verdict = "contradicted"
-        elif c["form"] == "exceeds_all":
-            verdict = "supported" if all(r[1] > 0 for r in comps) else "inconclusive"
+            rows.append(head | {"n_pairs": 0, "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                                "ci_level": math.nan, "verdict": "not tested",
+                                "why": f"the run has no task {c['on']} (run it with sweep.tasks)"})  # fmt: skip
+        elif c["form"] == "share":
+            rows.append(head | _share_row(summ, factors or {}, c, level))
         else:
-            verdict = _verdict(c["form"], lo, hi, sesoi)
-        rows.append(
-            {
-                "claim": label(c, baseline, sesoi),
-                "form": c["form"],
-                "source": c["source"],
-                "says": c["says"],
-                "n_pairs": len(y),
-                "estimate": est,
-                "ci_low": lo,
-                "ci_high": hi,
-                "ci_level": level,
-                "verdict": verdict,
-            }
-        )
+            wide = pooled
+            if c["on"]:  # that task's arms, named as the pooled ones
+                mine = [col for col in per_task.columns if col.endswith(f"@{c['on']}")]
+                wide = per_task[mine].rename(columns=lambda col: col.rpartition("@")[0])
+            rows.append(head | _paired_row(c, wide, baseline, sign, level, sesoi))
     return pd.DataFrame(rows)
+
+
+def _share_row(summ: pd.DataFrame, factors: dict, c: dict, level: float) -> dict:
+    n, est, lo, hi = _share_claim(summ, factors, c, level)
+    verdict = (
+        "inconclusive" if math.isnan(lo)
+        else "supported" if lo >= c["at_least"] else "contradicted" if hi < c["at_least"] else "inconclusive"
+    )  # fmt: skip
+    return {"n_pairs": n, "estimate": est, "ci_low": lo, "ci_high": hi, "ci_level": level, "verdict": verdict}
+
+
+def _paired_row(c: dict, wide: pd.DataFrame, baseline: str, sign: float, level: float, sesoi) -> dict:
+    """A claim on paired differences: its components' intervals, the weakest read (exceeds_all: every one)."""
+    named = [*named_variants(c), *([baseline] if c["form"] not in ("greater", "trend") else [])]
+    y = wide.reindex(columns=list(dict.fromkeys(named))).dropna()
+    comps = [_interval(x, level) for x in _components(c, y, baseline, sign)]
+    est, lo, hi = min(comps, key=lambda r: math.inf if math.isnan(r[1]) else r[1])
+    if c["form"] == "exceeds_all" and any(r[2] < 0 for r in comps):
+        verdict = "contradicted"
+    elif c["form"] == "exceeds_all":
+        verdict = "supported" if all(r[1] > 0 for r in comps) else "inconclusive"
+    else:
+        verdict = _verdict(c["form"], lo, hi, sesoi)
+    return {
+        "n_pairs": len(y),
+        "estimate": est,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_level": level,
+        "verdict": verdict,
+    }
 
 
 def claims_for(rt) -> pd.DataFrame:

@@ -63,14 +63,12 @@ def simulated_run(
         raise ValueError(f"noise={noise!r}: allowed: {', '.join(NOISES)}")
     rng = np.random.default_rng(seed)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
-    run = store.run_dir(root, sweep, run_id)
-    run.mkdir(parents=True, exist_ok=True)
+    (run := store.run_dir(root, sweep, run_id)).mkdir(parents=True, exist_ok=True)
     variants = {v: ([] if i == 0 else [f"sim.effect={e}"]) for i, (v, e) in enumerate(effects.items())}
     shared = {s: float(rng.normal(0, seed_sd)) for s in seed_list}
     by_task = {(s, t): float(rng.normal(0, seed_sd)) for t in tasks or [] for s in seed_list}
-    task_trial_sd = task_trial_sd or {}
     diverged, failed, not_run = diverged or {}, failed or {}, not_run or {}
-    tokens_per_step = tokens_per_step or {}
+    shape = dict(noise=noise, eval_sd=eval_sd, steps=steps, eval_every=eval_every, minimal=minimal)
     trials = []
     for v, eff in effects.items():
         for s in seed_list:
@@ -85,53 +83,70 @@ def simulated_run(
                 continue
             task = v.rpartition("@")[2] if tasks else ""
             offset = by_task[(s, task)] if tasks else shared[s]
-            level = 0.6 + eff + offset + _trial_offset(rng, noise, task_trial_sd.get(task, trial_sd))
-            per_step = float(tokens_per_step.get(v, 500.0))
-            w = store.MetricsWriter(p.metrics)
-            div = s in diverged.get(v, [])
-            total = 0.0
+            level = 0.6 + eff + offset + _trial_offset(rng, noise, (task_trial_sd or {}).get(task, trial_sd))
+            per_step = float((tokens_per_step or {}).get(v, 500.0))
+            _write_trial(p, h, rng, level, per_step, s in diverged.get(v, []), **shape)
+    _write_plan(run, sweep, run_id, effects, variants, seed_list, factors, trials, stats, claims, tasks)
+    return run
 
-            def eval_value(frac: float, level=level) -> float:
-                mean = level - 0.3 * (1 - frac)  # rises by 0.3 over training, to `level` at the end
-                if noise == "bounded":
-                    return float(rng.binomial(64, min(max(mean, 0.0), 1.0)) / 64)
-                return float(mean + rng.normal(0, eval_sd))
 
-            for step in range(steps):
-                frac = step / steps
-                total += per_step
-                rec = {"step": step, "tokens/total": total}
-                if not minimal:
-                    rec |= {
-                        "reward/mean": float(0.3 + 0.4 * frac + rng.normal(0, 0.05)),
-                        "loss": float(rng.normal(0, 0.01)),
-                        "entropy": float(0.5 - 0.2 * frac),
-                        "grad_norm": float(abs(rng.normal(1, 0.2))),
-                        "frac_reward_zero_std": 0.2,
-                        "positive_rate": float(0.3 + 0.4 * frac),
-                        "completion_length/mean": 7.0,
-                        "tokens/generated": per_step,
-                    }
-                if step % eval_every == 0:
-                    rec["eval/positive_rate"] = eval_value(frac)
-                if div and step == steps // 2:
-                    rec |= {"loss": float("nan"), "diverged": 1.0}
-                    w.write(rec)
-                    break
-                w.write(rec)
-            if not div:
-                w.write({"step": steps, "eval/positive_rate": eval_value(1.0)})
-            w.close()
-            store.write_status(
-                p,
-                status="diverged" if div else "done",
-                config_hash=h,
-                n_records=w.count,
-                seconds=float(5 + rng.random()),
-                cpu_seconds=float(5 + rng.random()),
-                peak_rss_mb=420.0,
-                tokens=total,
-            )
+def _write_trial(p, h: str, rng, level: float, per_step: float, div: bool, *, noise: str, eval_sd: float,
+                 steps: int, eval_every: int, minimal: bool) -> None:  # fmt: skip
+    """One trial's metrics (its evals rise by 0.3 to ``level`` at the end) and status; a diverged one stops
+    half-way with a NaN loss."""
+    w = store.MetricsWriter(p.metrics)
+    total = 0.0
+
+    def eval_value(frac: float) -> float:
+        mean = level - 0.3 * (1 - frac)
+        if noise == "bounded":
+            return float(rng.binomial(64, min(max(mean, 0.0), 1.0)) / 64)
+        return float(mean + rng.normal(0, eval_sd))
+
+    for step in range(steps):
+        frac = step / steps
+        total += per_step
+        rec = {"step": step, "tokens/total": total}
+        if not minimal:
+            rec |= _train_metrics(rng, frac, per_step)
+        if step % eval_every == 0:
+            rec["eval/positive_rate"] = eval_value(frac)
+        if div and step == steps // 2:
+            rec |= {"loss": float("nan"), "diverged": 1.0}
+            w.write(rec)
+            break
+        w.write(rec)
+    if not div:
+        w.write({"step": steps, "eval/positive_rate": eval_value(1.0)})
+    w.close()
+    store.write_status(
+        p,
+        status="diverged" if div else "done",
+        config_hash=h,
+        n_records=w.count,
+        seconds=float(5 + rng.random()),
+        cpu_seconds=float(5 + rng.random()),
+        peak_rss_mb=420.0,
+        tokens=total,
+    )
+
+
+def _train_metrics(rng, frac: float, per_step: float) -> dict:
+    return {
+        "reward/mean": float(0.3 + 0.4 * frac + rng.normal(0, 0.05)),
+        "loss": float(rng.normal(0, 0.01)),
+        "entropy": float(0.5 - 0.2 * frac),
+        "grad_norm": float(abs(rng.normal(1, 0.2))),
+        "frac_reward_zero_std": 0.2,
+        "positive_rate": float(0.3 + 0.4 * frac),
+        "completion_length/mean": 7.0,
+        "tokens/generated": per_step,
+    }
+
+
+def _write_plan(
+    run, sweep, run_id, effects, variants, seed_list, factors, trials, stats, claims, tasks
+) -> None:
     spec_stats = {
         "alpha": 0.05,
         "correction": "holm",
@@ -158,4 +173,3 @@ def simulated_run(
             **({"tasks": list(tasks)} if tasks else {}),
         },
     ).write(run)
-    return run

@@ -174,29 +174,59 @@ def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
 def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
     """One Tune run over the pending trials: each is a Tune trial with the launcher's resources, actors are
     reused (torch and transformers imported once per worker), results go to the store as they happen."""
-    from ray import tune
-
-    specs = [
-        {
-            "variant": t.variant,
-            "seed": t.seed,
-            "config_hash": t.config_hash,
-            "config_yaml": t.config_yaml,
-            "factors": t.factors,
-            "overrides": t.overrides,
-            "sweep": run.parent.name,
-            "run_id": run.name,
-        }
-        for t in pending
-    ]
+    specs = [_trial_spec(t, run) for t in pending]
     logger = {
         "name": cfg.logger,
         "project": cfg.wandb.project,
         "entity": cfg.wandb.entity,
         "mode": cfg.wandb.mode,
     }
+    from ablate.sweep.interrupt import CtrlC
+
     invocation = uuid.uuid4().hex
     recorders = [TrialRecorder(run, spec, invocation, logger) for spec in specs]
+    tmp = tempfile.mkdtemp(prefix="ablate-tune-")
+    try:
+        tuner = _tuner(specs, recorders, cfg, run, progress, tmp)
+        mark("driver: tune fit")
+        with CtrlC() as ctrl_c:
+            try:
+                tuner.fit()
+            except Exception as e:  # Tune wraps what its callbacks raise in a TuneError: unwrap ours
+                _raise_ours(e, recorders)
+                raise
+        if ctrl_c.requested:
+            raise KeyboardInterrupt
+    finally:
+        for r in recorders:
+            r.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _trial_spec(t: Trial, run: Path) -> dict:
+    """What a worker needs of a trial (it reads no plan and no store)."""
+    return {
+        "variant": t.variant,
+        "seed": t.seed,
+        "config_hash": t.config_hash,
+        "config_yaml": t.config_yaml,
+        "factors": t.factors,
+        "overrides": t.overrides,
+        "sweep": run.parent.name,
+        "run_id": run.name,
+    }
+
+
+def _tuner(specs: list[dict], recorders: list, cfg, run: Path, progress, tmp: str):
+    """The Tune run: one grid point per trial, the launcher's resources and retries, the store's callbacks."""
+    import logging
+
+    from ray import tune
+
+    from ablate.sweep.fail_fast import FailFast
+    from ablate.sweep.interrupt import StopOnCtrlC
+    from ablate.sweep.record_callback import RecordCallback
+
     warm = {}
     if cfg.ray.address:  # a joined cluster: nodes may not share the driver's disk (embedded, they do)
         from ablate.sweep import warm_starts
@@ -206,67 +236,48 @@ def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
     trainable = tune.with_resources(
         trainable, {"cpu": cfg.launcher.cpus_per_trial, "gpu": cfg.launcher.gpus_per_trial}
     )
-    tmp = tempfile.mkdtemp(prefix="ablate-tune-")
-    import logging
-
-    from ablate.sweep.fail_fast import FailFast
-    from ablate.sweep.interrupt import CtrlC, StopOnCtrlC
-    from ablate.sweep.record_callback import RecordCallback
-
     # Tune logs every trial error with its traceback (~40 lines each) to the driver's stderr; the store keeps
     # each traceback in the trial's status.json and the progress display names the trial.
     logging.getLogger("ray.tune").setLevel(logging.CRITICAL)
-
     # The recorder first: fail-fast and the display then read a store that holds what the trial reported.
     callbacks = [RecordCallback(recorders), FailFast(specs, run)]
     callbacks += [progress.tune_callback(specs)] if progress is not None else []
-    try:
-        tuner = tune.Tuner(
-            trainable,
-            param_space={"trial_index": tune.grid_search(list(range(len(specs))))},
-            tune_config=tune.TuneConfig(
-                reuse_actors=True, max_concurrent_trials=cfg.launcher.max_concurrent or None
-            ),
-            run_config=tune.RunConfig(
-                name="ablate",
-                storage_path=tmp,
-                verbose=0,
-                callbacks=callbacks,
-                failure_config=tune.FailureConfig(max_failures=cfg.launcher.max_failures),
-                stop=StopOnCtrlC(),
-            ),
-        )
-        mark("driver: tune fit")
-        with CtrlC() as ctrl_c:
-            try:
-                tuner.fit()
-            except Exception as e:  # Tune wraps what its callbacks raise in a TuneError: unwrap ours
-                found = _systemic(e)
-                if found is not None:
-                    raise SystemicFailure(found) from None
-                oom = _ray_oom(e)
-                if oom is None:
-                    raise
-                # Tune ends its run on Ray's OutOfMemoryError (not an actor or task error to it): the trials
-                # that were running did not fail, they were stopped; they rerun with the same command.
-                for r in recorders:
-                    if r.outcome is None and r.attempts > 0:
-                        r.stopped(
-                            f"not run to the end: Ray's memory monitor killed a trial of the sweep ({oom})"
-                        )
-                raise SweepStopped(
-                    f"Ray's memory monitor killed a trial ({oom}) and Tune stopped the sweep. Finished trials are "
-                    "kept; the ones that were running are 'not run' and rerun with the same command. Run fewer "
-                    "trials at once (launcher.num_cpus=N keeps this run; launcher.cpus_per_trial=2 gives each trial "
-                    "2 threads, a new run) or make each smaller "
-                    "(K, train.prompts_per_step); each finished trial's peak is peak_rss_mb in its status.json"
-                ) from None
-        if ctrl_c.requested:
-            raise KeyboardInterrupt
-    finally:
-        for r in recorders:
-            r.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+    return tune.Tuner(
+        trainable,
+        param_space={"trial_index": tune.grid_search(list(range(len(specs))))},
+        tune_config=tune.TuneConfig(
+            reuse_actors=True, max_concurrent_trials=cfg.launcher.max_concurrent or None
+        ),
+        run_config=tune.RunConfig(
+            name="ablate",
+            storage_path=tmp,
+            verbose=0,
+            callbacks=callbacks,
+            failure_config=tune.FailureConfig(max_failures=cfg.launcher.max_failures),
+            stop=StopOnCtrlC(),
+        ),
+    )
+
+
+def _raise_ours(e: Exception, recorders: list) -> None:
+    """What ended Tune's run, as the sweep says it: a systemic failure of ours, or Ray's memory monitor (the
+    running trials were stopped, not failed: they rerun with the same command). Tune's own errors pass."""
+    found = _systemic(e)
+    if found is not None:
+        raise SystemicFailure(found) from None
+    oom = _ray_oom(e)
+    if oom is None:
+        return
+    for r in recorders:
+        if r.outcome is None and r.attempts > 0:
+            r.stopped(f"not run to the end: Ray's memory monitor killed a trial of the sweep ({oom})")
+    raise SweepStopped(
+        f"Ray's memory monitor killed a trial ({oom}) and Tune stopped the sweep. Finished trials are "
+        "kept; the ones that were running are 'not run' and rerun with the same command. Run fewer "
+        "trials at once (launcher.num_cpus=N keeps this run; launcher.cpus_per_trial=2 gives each trial "
+        "2 threads, a new run) or make each smaller "
+        "(K, train.prompts_per_step); each finished trial's peak is peak_rss_mb in its status.json"
+    ) from None
 
 
 def _ray_oom(e: BaseException) -> str | None:

@@ -10,7 +10,6 @@ update in update.py, the loop over steps in loop.py.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,21 +18,22 @@ import torch
 
 from ablate.config import as_object
 from ablate.trainer import advantages as adv_mod
-from ablate.trainer.collectives import all_gather_cat, all_sum, rank_and_size, reduce_record
+from ablate.trainer.collectives import all_gather_cat, all_sum, rank_and_size
 from ablate.trainer.distributed import train_data_parallel
 from ablate.trainer.loop import Diverged, TrialResult, run_trial
 from ablate.trainer.losses import KL_ESTIMATORS, kl_reward_penalty, masked_mean
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_tokenizer
-from ablate.trainer.overlap import OverlappedRollouts
 from ablate.trainer.policy_model import PolicyModel
-from ablate.trainer.precision import compute_context, compute_mode, frozen_dtype
-from ablate.trainer.rollout import RolloutBatch, SamplingParams, build_backend
-from ablate.trainer.sampling import PromptSampler, ReuseBuffer, collect_groups
+from ablate.trainer.precision import compute_context, compute_mode
+from ablate.trainer.rollout import RolloutBatch
+from ablate.trainer.rollout_source import RolloutSource
+from ablate.trainer.sampling import ReuseBuffer
 from ablate.trainer.schedules import entropy_coef_at, lr_multiplier
 from ablate.trainer.scorer import RolloutScorer
 from ablate.trainer.seeds import SeedStreams
-from ablate.trainer.tasks import drop_overlong, load_task
+from ablate.trainer.step_record import step_record
+from ablate.trainer.tasks import load_task
 from ablate.trainer.update import (
     Batch,
     PolicyUpdate,
@@ -79,13 +79,14 @@ class Trainer:
         self.cfg, self.seed = as_object(cfg), seed
         self._setup_process()
         self._setup_policy()
-        self._setup_backend()
-        self._setup_overlap()
+        self.source = RolloutSource(
+            self.cfg, self.policy, self.tok, self.task, self.streams, self.device, self.rank, self.world
+        )
         self._setup_update()
-        self._setup_sampling()
+        self._setup_scoring()
 
-    # ---- setup (in this order: the policy is sharded before the rollout engine is built, whose free-memory check
-    # must see the sharded policy and reference; the update pushes new weights to that engine)
+    # ---- setup (in this order: the policy is sharded before the rollout source builds its engine, whose
+    # free-memory check must see the sharded policy and reference; the update pushes new weights to that engine)
     def _setup_process(self) -> None:
         t = self.cfg.train
         if t.threads > 0:
@@ -105,7 +106,6 @@ class Trainer:
         self.policy = PolicyModel(
             cfg, self.seed, self.tok, self.task, self.streams, self.device, self.rank, self.world
         )
-        self.kl_place = self.policy.kl_place
 
     # the policy's parts, as the phases below and the tests read them
     model = property(lambda self: self.policy.model)
@@ -113,26 +113,17 @@ class Trainer:
     opt = property(lambda self: self.policy.opt)
     update_gen = property(lambda self: self.policy.update_gen)
     warmstart_path = property(lambda self: self.policy.warmstart_path)
+    kl_place = property(lambda self: self.policy.kl_place)
 
-    def _setup_backend(self) -> None:
-        """The rollout backend; an engine holding its own weights (vLLM) holds them in model.dtype, with room for
-        the longest prompt + response."""
-        self.engine_dtype = str(frozen_dtype(self.cfg.model)).removeprefix("torch.")
-        prompt = self.cfg.task.max_prompt_length  # 0: unknown, the engine takes the model's context
-        self.max_model_len = prompt + self.cfg.rollout.max_response_length if prompt else None
-        self.backend = build_backend(
-            self.cfg.rollout, self.model, self.tok, self.engine_dtype, self.max_model_len
-        )
-        self.sampling_backend = self.backend  # what training rollouts sample with (overlap: the copy's)
-
-    def _setup_overlap(self) -> None:
-        """rollout.overlap=one_step: training rollouts come from a copy of the policy (trainer/overlap.py)."""
-        self.overlap = None
-        if self.cfg.rollout.overlap == "one_step":
-            self.overlap = OverlappedRollouts(
-                self.cfg, self.model, self.tok, self.engine_dtype, self.max_model_len
-            )
-            self.sampling_backend = self.overlap.backend
+    # the rollout source's parts, as the phases below and the tests read them
+    backend = property(lambda self: self.source.backend)
+    overlap = property(lambda self: self.source.overlap)
+    sampler = property(lambda self: self.source.sampler)
+    sample_gen = property(lambda self: self.source.sample_gen)
+    train_ids = property(lambda self: self.source.train_ids)
+    eval_ids = property(lambda self: self.source.eval_ids)
+    params = property(lambda self: self.source.params)
+    tokens_total = property(lambda self: self.source.tokens_total)
 
     def _collect_behaviour(self):
         """collect() with the copy, and the copy's logprobs of what it sampled: the behaviour policy's."""
@@ -141,61 +132,22 @@ class Trainer:
             behaviour = self._logp(self.overlap.gen_model, rb)[0]
         return rb, r, c, info, behaviour
 
-    def _overlapped_collect(self, step: int):
-        """This step's rollouts (generated during the previous update, or now on the first step), and the next
-        step's started with the weights as they are now, before this step's update (none after the last)."""
-        got = self.overlap.take(self.model, self._collect_behaviour)
-        self.tokens_at_step = self.tokens_total  # before the next draw counts its own: this step's record
-        if step + 1 < self.cfg.train.steps:
-            self.overlap.start_next(self._collect_behaviour)
-        return got
-
     def _setup_update(self) -> None:
-        p = self.policy
-        self.policy_update = PolicyUpdate(
-            self.cfg, p.model, p.train_model, p.opt, p.update_gen, self.world, self.backend, self.compute
-        )
+        self.policy_update = PolicyUpdate(self.cfg, self.policy, self.world, self.backend, self.compute)
 
-    def _setup_sampling(self) -> None:
-        """Prompts, the seed's prompt order and sampling generator, verifier, reward moments, reuse buffer."""
-        cfg = self.cfg
-        self.sample_gen = torch.Generator(device=self.device).manual_seed(self.streams.sampling)
-        self.train_ids, self.eval_ids = drop_overlong(self.task, self.tok.encode, cfg.task.max_prompt_length)
-        order = torch.Generator().manual_seed(self.streams.prompt_order)
-        self.sampler = PromptSampler.from_config(cfg.algo.dynamic_sampling, len(self.task.train), order)
+    def _setup_scoring(self) -> None:
+        """The scorer (verifier; reward model if learned), the format tokens, reward moments, reuse buffer."""
         fmt = self.task.format_open + self.task.format_close
         self.format_ids = sorted(set(self.tok.token_ids(fmt)))
-        self.scorer = RolloutScorer(
-            cfg, self.tok, self.task, self.device
-        )  # verifier; reward model if learned
+        self.scorer = RolloutScorer(self.cfg, self.tok, self.task, self.device)
         self.last_eval_extra: dict = {}
         self.moments = adv_mod.RunningMoments()
         self.reuse = ReuseBuffer()
-        r = cfg.rollout
-        self.params = SamplingParams(r.temperature, r.top_p, r.max_response_length)
-        self.tokens_total = 0
 
-    # ---- rollout and verification -------------------------------------------------------------------------
-    def _policy_for_sampling(self):
-        return self.policy.gathered(self.backend.needs_full_policy)
-
-    def _rollout(self, idx: list[int], ids, K: int, gen) -> RolloutBatch:
-        prompts = [ids[i] for i in idx for _ in range(K)]
-        with self._policy_for_sampling():
-            return self.sampling_backend.generate(prompts, self.params, gen)
-
-    def _draw(self, idx: list[int]) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor]:
-        """K responses to each training prompt in ``idx``, verified."""
-        rb = self._rollout(idx, self.train_ids, self.cfg.algo.responses_per_prompt, self.sample_gen)
-        r, c = self.scorer.training_rewards(rb, idx)
-        self.tokens_total += int(rb.lengths.sum())
-        return rb, r, c
-
+    # ---- rollout ------------------------------------------------------------------------------------------
     def collect(self) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor, dict]:
-        """The rollout phase: P prompts x K responses, kept and refilled as the dynamic-sampling mode says."""
-        c, pad = self.cfg, self.tok.pad_token_id
-        P, K, ds = c.train.prompts_per_step, c.algo.responses_per_prompt, c.algo.dynamic_sampling
-        return collect_groups(self._draw, self.sampler, ds, P, K, pad, self.rank, self.world)
+        """The rollout phase (trainer/rollout_source.py), scored by the verifier or reward model."""
+        return self.source.collect(self.scorer.training_rewards)
 
     def _logp(self, model, rb: RolloutBatch, with_entropy=False):
         """A scoring pass (no gradient) over the whole batch, ``train.logprob_tokens_per_chunk`` at a time."""
@@ -214,7 +166,7 @@ class Trainer:
         t0 = time.perf_counter()
         lr, ent_coef = self._schedules(step)
         if self.overlap is not None:
-            *collected, behaviour = self._overlapped_collect(step)
+            *collected, behaviour = self.source.collect_overlapped(step, self._collect_behaviour)
             scored = self.score(*collected, behaviour_logp=behaviour)
         else:
             scored = self.score(*self.collect())
@@ -291,36 +243,9 @@ class Trainer:
         return self.policy_update(batches, ent_coef, self.kl_place)
 
     def record(self, step, s: Scored, advantages, upd: dict, lr: float, ent_coef: float, t0: float) -> dict:
-        """The step's metrics, averaged over ranks; a non-finite loss or gradient ends the trial as diverged."""
-        rb, raw, K = s.rollout, s.raw_rewards, self.cfg.algo.responses_per_prompt
-        rec = {
-            "step": step,
-            "reward/mean": float(raw.mean()),
-            "reward/group_std": float(raw.view(-1, K).std(1, correction=0).mean()),
-            "positive_rate": float(s.correct.mean()),
-            "completion_length/mean": float(rb.lengths.mean()),
-            "completion/truncated_frac": float(rb.truncated.float().mean()),
-            "advantage/abs_mean": float(advantages.abs().mean()),
-            "lr": lr,
-            "entropy_coef": ent_coef,
-            "tokens/generated": float(rb.lengths.sum()),
-            "tokens/total": float(self.tokens_at_step if self._prefetching else self.tokens_total),
-            **s.info,
-            **upd,
-        }
-        if s.kl_seq is not None:
-            rec["kl"] = float((s.kl_seq / rb.lengths.clamp(min=1)).mean())
-        rec = reduce_record(rec)
-        rec["time/step"] = time.perf_counter() - t0
-        for key in ("loss", "grad_norm"):
-            if not math.isfinite(rec[key]):
-                raise Diverged(f"non-finite {key}", rec)
-        return rec
-
-    @property
-    def _prefetching(self) -> bool:
-        """The next step's rollouts are being drawn (overlap), their tokens already counted in the total."""
-        return self.overlap is not None and self.overlap.prefetch is not None
+        """The step's metrics, averaged over ranks (trainer/step_record.py)."""
+        K = self.cfg.algo.responses_per_prompt
+        return step_record(step, s, advantages, upd, lr, ent_coef, K, self.source.tokens_this_step, t0)
 
     # ---- checkpoints (the folder and its layout: trainer/checkpoint.py; when: trainer/loop.py) -----------
     @property
@@ -333,16 +258,14 @@ class Trainer:
 
     def state_dict(self) -> dict:
         """Everything ``step()`` changes, so a trainer built afresh and loaded with it continues bit for bit: the
-        policy's (weights, optimizer, row order), the sampling generator, torch's global one, the sampler's
-        prompt order, position and replay weights, the running reward moments, the reuse buffer, the token
-        count."""
-        state = self.policy.state_dict() | dict(
-            sample_gen=self.sample_gen.get_state(),
+        policy's (weights, optimizer, row order), the rollout source's (sampling generator, prompt order,
+        position and replay weights, token count), torch's global generator, the running reward moments, the
+        reuse buffer."""
+        state = self.policy.state_dict() | self.source.state_dict()
+        state |= dict(
             torch_rng=torch.get_rng_state(),
-            sampler=self.sampler.state_dict(),
             moments=dataclasses.asdict(self.moments),
             reuse=batch_state(self.reuse.batch),
-            tokens_total=self.tokens_total,
         )
         if self.device.startswith("cuda"):
             state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
@@ -351,31 +274,17 @@ class Trainer:
     def load_state_dict(self, state: dict) -> None:
         """Restore ``state_dict()``'s state; the rollout backend gets the restored weights (vLLM reloads)."""
         self.policy.load_state_dict(state)
-        self.sample_gen.set_state(state["sample_gen"])
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and self.device.startswith("cuda"):
             torch.cuda.set_rng_state(state["cuda_rng"], self.device)
-        self.sampler.load_state_dict(state["sampler"])
         self.moments = adv_mod.RunningMoments(**state["moments"])
         self.reuse.batch = batch_from_state(state["reuse"])
-        self.tokens_total = state["tokens_total"]
-        self.backend.sync_weights(self.model)
+        self.source.load_state_dict(state)
 
     @torch.no_grad()
     def evaluate(self, step: int) -> float:
-        """Sampled pass@1 on held-out prompts; the eval generator depends only on (seed, step) so every variant
-        is probed with the same random numbers."""
-        if (
-            self.overlap is not None
-        ):  # the next rollout is being drawn: the reward model is not shared mid-call
-            self.overlap.wait()
-        r = self.cfg.rollout
-        gen = torch.Generator(device=self.sample_gen.device).manual_seed(self.streams.eval(step))
-        params = SamplingParams(r.eval_temperature, r.top_p, r.max_response_length)
-        idx = list(range(self.rank, len(self.eval_ids), self.world))  # each rank probes its share
-        prompts = [self.eval_ids[i] for i in idx for _ in range(r.eval_samples)]
-        with self._policy_for_sampling():
-            rb = self.backend.generate(prompts, params, gen)
+        """Sampled pass@1 on held-out prompts (the rollout source draws them, the same for every variant)."""
+        rb, idx = self.source.eval_rollout(step)
         _, correct = self.scorer.verify(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
         hits, n = all_sum([float(correct.sum()), float(correct.numel())])
         proxy = self.scorer.proxy_sum(rb)

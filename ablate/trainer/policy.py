@@ -14,6 +14,12 @@ from ablate.trainer.losses import entropy_from_logprobs
 LOGIT_CHUNK_BYTES = 2**30
 
 
+def rows_per_chunk(n: int, width: int, tokens_per_chunk: int) -> int:
+    """How many of ``n`` rows of ``width`` padded tokens one forward takes under a token budget (0: all; at
+    least one row): the rule of every scoring pass, the policy's and a reward model's."""
+    return n if tokens_per_chunk <= 0 else max(1, tokens_per_chunk // max(width, 1))
+
+
 def sequence_logprobs(
     model,
     prompt_ids: torch.Tensor,  # (N, P), left-padded

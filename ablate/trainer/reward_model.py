@@ -23,6 +23,7 @@ import torch
 from filelock import FileLock
 
 from ablate.config.unhashed import drop_unset
+from ablate.trainer.policy import rows_per_chunk
 
 RM_VERSION = 2  # bump when the embedded recipe (candidates, labels, training) changes: old caches then miss
 
@@ -175,7 +176,7 @@ class RewardScorer:
         """(N,) rewards, ``train.logprob_tokens_per_chunk`` padded tokens per forward (0: all rows at once)."""
         width = max(len(p) + len(c) for p, c in zip(prompt_ids, completion_ids, strict=True))
         n = len(prompt_ids)
-        per = n if self.tokens_per_chunk <= 0 else max(1, self.tokens_per_chunk // max(width, 1))
+        per = rows_per_chunk(n, width, self.tokens_per_chunk)
         parts = [self._score(prompt_ids[i : i + per], completion_ids[i : i + per]) for i in range(0, n, per)]
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 

@@ -24,7 +24,7 @@ from ablate.trainer.losses import (
     masked_mean,
     tis_weights,
 )
-from ablate.trainer.policy import sequence_logprobs
+from ablate.trainer.policy import rows_per_chunk, sequence_logprobs
 from ablate.trainer.rollout import RolloutBatch
 
 TRIM_MICRO_BATCHES = True  # tests/trainer/test_micro_batches.py turns it off to compare with the padded path
@@ -103,8 +103,7 @@ def chunk_rows(rb: RolloutBatch, tokens_per_chunk: int) -> list[torch.Tensor]:
     """Row indices in consecutive chunks of at most ``tokens_per_chunk`` padded tokens (at least one row each);
     one chunk when the budget is 0 or holds the whole batch."""
     n, width = rb.completion_ids.shape[0], rb.prompt_ids.shape[1] + rb.completion_ids.shape[1]
-    per = n if tokens_per_chunk <= 0 else max(1, tokens_per_chunk // width)
-    return list(torch.arange(n).split(per))
+    return list(torch.arange(n).split(rows_per_chunk(n, width, tokens_per_chunk)))
 
 
 @torch.no_grad()
@@ -152,15 +151,13 @@ def minibatches(n: int, cfg, gen: torch.Generator) -> list[list[torch.Tensor]]:
 
 
 class PolicyUpdate:
-    """Runs the update of one trainer: its config, policy (``train_model`` is what the forward runs, DDP-wrapped
-    on several ranks), optimizer, row-order generator, the rollout backend the new weights go to, and the
-    context the forward runs in (trainer/precision.py)."""
+    """Runs the update of one trainer: its config, policy (trainer/policy_model.py: the weights, the forward's
+    module, DDP-wrapped on several ranks, the optimizer, the row-order generator), the rollout backend the new
+    weights go to, and the context the forward runs in (trainer/precision.py)."""
 
-    def __init__(
-        self, cfg, model, train_model, opt, gen: torch.Generator, world: int, backend, compute=nullcontext
-    ):
-        self.cfg, self.model, self.train_model, self.opt = cfg, model, train_model, opt
-        self.gen, self.world, self.backend, self.compute = gen, world, backend, compute
+    def __init__(self, cfg, policy, world: int, backend, compute=nullcontext):
+        self.cfg, self.model, self.train_model, self.opt = cfg, policy.model, policy.train_model, policy.opt
+        self.gen, self.world, self.backend, self.compute = policy.update_gen, world, backend, compute
 
     def __call__(self, batches: list[Batch], ent_coef: float, kl_place) -> dict:
         """mu epochs over the batch(es): optimizer steps of ``micro_batch_size x grad_accum`` rows each."""

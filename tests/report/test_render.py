@@ -211,7 +211,7 @@ def test_reproducibility_names_versions_off_the_lock(tmp_path, monkeypatch):
 
 
 def test_a_factorial_report_blocks_on_the_seed_and_names_its_correction(tmp_path):
-    from ablate.stats.calibrate import FACTORIAL
+    from ablate.calibration import FACTORIAL
 
     effects = {name: 0.1 * (cell["a"] == "a1") for name, cell in FACTORIAL.items()}
     run = simulated_run(tmp_path / "runs", effects, seeds=5, seed_sd=0.09, factors=FACTORIAL)

@@ -1,11 +1,11 @@
-"""Calibration with known truth through ``python -m ablate report RUN_DIR`` (ablate.stats.calibrate), at sizes
+"""Calibration with known truth through ``python -m ablate report RUN_DIR`` (ablate.calibration), at sizes
 a CI run affords; ``python -m bench --only calibration`` runs the same scenarios larger. Every report read is
 checked for the one-inference invariant (a Contradiction would fail the test)."""
 
 import pandas as pd
 import pytest
 
-from ablate.stats import calibrate
+from ablate import calibration as calibrate
 
 
 def test_a_a_false_positive_rate_and_coverage_of_one_comparison():

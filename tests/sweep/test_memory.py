@@ -18,8 +18,9 @@ import pytest
 
 from ablate.compose import compose
 from ablate.config import ConfigError
+from ablate.sweep.dry_run import describe
 from ablate.sweep.memory import GIB, model_shape, plan_sweep, plan_trial, refuse_if_too_big
-from ablate.sweep.plan import build_plan, describe
+from ablate.sweep.plan import build_plan
 
 SEVEN_B = [
     "preset=seed_7b_math",
@@ -212,7 +213,7 @@ def test_dry_run_warns_when_measured_peaks_of_trials_at_once_crowd_the_machine(t
     """Finished trials' peak RSS x trials at once against the machine: the real_cpu sweep's SmolLM2 trials
     held 7-10 GB each, two at once on 24 GB, and Ray's memory monitor killed one when another job ran."""
     from ablate import store
-    from ablate.sweep import plan as plan_mod
+    from ablate.sweep import dry_run
 
     ov = ["sweep=smoke", "seeds=2"]
     cfg = compose(ov)
@@ -228,7 +229,7 @@ def test_dry_run_warns_when_measured_peaks_of_trials_at_once_crowd_the_machine(t
         store.write_status(
             p, status="done", config_hash=t.config_hash, n_records=1, peak_rss_mb=peak, seconds=1.0
         )
-    monkeypatch.setattr(plan_mod, "_machine_gb", lambda: 24.0)
-    text = plan_mod.describe(plan, cfg, None, run)
+    monkeypatch.setattr(dry_run, "_machine_gb", lambda: 24.0)
+    text = dry_run.describe(plan, cfg, None, run)
     assert "measured peak memory per trial up to 20.0 GB (2 finished): ~40.0 GB for 2 at once" in text
     assert "TIGHT: run fewer at once (launcher.num_cpus=N)" in text

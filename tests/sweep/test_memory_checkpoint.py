@@ -11,8 +11,9 @@ Storage: the newest 2 = 213.36e9 B = 198.7 GiB a trial; 2 trials (sweep=smoke) 3
 import pytest
 
 from ablate.compose import compose
+from ablate.sweep.dry_run import describe
 from ablate.sweep.memory import GIB, plan_sweep
-from ablate.sweep.plan import build_plan, describe
+from ablate.sweep.plan import build_plan
 
 SEVEN_B = [
     "preset=seed_7b_math",

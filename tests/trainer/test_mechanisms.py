@@ -176,7 +176,7 @@ def test_kl_in_loss_adds_coef_times_the_estimator_to_the_per_token_loss(
     weights = copy.deepcopy(t.model.state_dict())
     t.update([batch], 0.0)
     t.model.load_state_dict(weights)
-    t.kl_place = KL_PLACEMENTS["none"]
+    t.policy.kl_place = KL_PLACEMENTS["none"]
     t.update([batch], 0.0)
     m = rb.completion_mask.bool()
     k = estimator(batch.old_logp, batch.ref_logp)  # on-policy first pass: logp == old_logp
@@ -268,7 +268,9 @@ def test_hard_replay_up_weights_prompts_with_no_positive_sample(compose_cfg, mon
     t = make(compose_cfg, "dynamic_sampling=hard_replay", "train.prompts_per_step=6")
     score_by_prompt(t, monkeypatch, lambda i, row: float(i % 2 == 0))  # odd prompts never solved
     first = t.sampler.next(6)
-    t.sampler = type(t.sampler)(t.sampler.n, torch.Generator().manual_seed(t.streams.prompt_order), 3.0)
+    t.source.sampler = type(t.sampler)(
+        t.sampler.n, torch.Generator().manual_seed(t.streams.prompt_order), 3.0
+    )
     t.collect()
     hard = [i for i in first if i % 2]
     assert hard and all(t.sampler.weights[i] == 3.0 for i in hard)
@@ -296,8 +298,8 @@ def test_dapo_records_a_spent_budget_instead_of_training_short_silently(compose_
     t = make(compose_cfg, "dynamic_sampling=dapo", "algo.dynamic_sampling.max_gen_batches=3")
     score_by_prompt(t, monkeypatch, lambda i, row: 1.0)  # every group all-correct: nothing informative
     calls = []
-    real = t._rollout
-    monkeypatch.setattr(t, "_rollout", lambda *a: calls.append(1) or real(*a))
+    real = t.source.rollout
+    monkeypatch.setattr(t.source, "rollout", lambda *a: calls.append(1) or real(*a))
     rec = t.step(0)
     assert len(calls) == 3  # the budget, then stop
     assert rec["sampling/budget_hit"] == 1.0 and rec["sampling/groups_short"] == 2.0
@@ -555,7 +557,7 @@ def test_overlong_penalty_ramps_the_reward_over_the_last_three_tokens(compose_cf
     """Lengths 10, 9, 8, 7, 10, 3, 2, 1 of a 10-token budget, buffer 3: penalties -1, -2/3, -1/3, 0, -1, 0, 0, 0."""
     t = make(compose_cfg, f"overlong={option}", "adv_norm=none")
     lengths = [10, 9, 8, 7, 10, 3, 2, 1]
-    real_rollout = t._rollout
+    real_rollout = t.source.rollout
 
     def fixed_lengths(*a):
         rb = real_rollout(*a)
@@ -563,7 +565,7 @@ def test_overlong_penalty_ramps_the_reward_over_the_last_three_tokens(compose_cf
         m = torch.tensor([[float(j < n) for j in range(max(width, 10))] for n in lengths])[:, :width]
         return replace(rb, completion_mask=m)
 
-    monkeypatch.setattr(t, "_rollout", fixed_lengths)
+    monkeypatch.setattr(t.source, "rollout", fixed_lengths)
     score_rows(t, monkeypatch, R8)
     seen = spy_advantage_input(monkeypatch)
     t.step(0)
