@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import shlex
@@ -67,6 +68,12 @@ def workdir(tmp_path_factory):
     simulated_run(
         d / "runs", {"baseline": 0.0, "k_4": -0.07, "k_16": 0.04}, seeds=5, sweep=sweep, run_id=run_id
     )
+    # docs/your-data.md's folder and file of a user's own problems
+    rows = [json.dumps({"question": f"What is {i} + {i + 3}?", "answer": 2 * i + 3}) for i in range(12)]
+    (d / "my_problems").mkdir()
+    (d / "my_problems" / "train.jsonl").write_text("\n".join(rows[:9]) + "\n")
+    (d / "my_problems" / "eval.jsonl").write_text("\n".join(rows[9:]) + "\n")
+    (d / "my_problems.jsonl").write_text("\n".join(rows) + "\n")
     return d
 
 

@@ -27,11 +27,12 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     import uuid
 
     from ablate import store
-    from ablate.sweep.plan import config_hash
+    from ablate.sweep.plan import config_hash, stamp_local_data
     from ablate.sweep.recorder import TrialRecorder
     from ablate.sweep.trial import run_trial
 
     # Kept like a sweep's trial: runs/train/<config hash>/train/seed=<n>/{config.yaml, metrics.jsonl, status.json}
+    stamp_local_data(cfg)  # before the hash: the data's contents are part of the trial
     h = config_hash(cfg)
     run = store.run_dir(Path(cfg.runs_dir).resolve(), "train", h[:10])
     spec = {"variant": "train", "seed": int(cfg.seed), "config_hash": h, "config_yaml": OmegaConf.to_yaml(cfg),

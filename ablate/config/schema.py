@@ -53,9 +53,7 @@ class TaskConfig:
     verifier: str = "exact"  # rule verifier: exact | math
     reward_scale: float = 1.0  # multiplies the whole reward (a scale GRPO's std division should cancel)
     format_weight: float = 0.0  # bonus for a well-formed answer, on top of correctness
-    process_weight: float = (
-        0.0  # mix of per-position partial credit with the outcome reward (0 = outcome only)
-    )
+    process_weight: float = 0.0  # per-position partial credit's share of the reward (0: outcome only)
     # embedded reverse task
     alphabet: str = "abcdefgh"
     min_len: int = 1
@@ -65,13 +63,14 @@ class TaskConfig:
     data_seed: int = 1234  # fixes the dataset; trial seeds only change order and sampling
     teacher_noise_per_char: float = 0.18  # warm-start teacher error rate per answer character ...
     teacher_noise_max: float = 0.9  # ... capped here: long strings start rarely solved
-    format_noise: float = (
-        0.0  # share of warm-start answers with a broken format (a stray letter, a lost bracket)
-    )
-    # real datasets (task=gsm8k / task=math)
-    path: str = ""  # hub name or local file (json/jsonl/parquet)
-    train_split: str = "train"
-    eval_split: str = "test"
+    format_noise: float = 0.0  # share of warm-start answers with a broken format (stray letter, lost bracket)
+    # real datasets (task=gsm8k / task=math / task=custom): docs/your-data.md
+    path: str = ""  # hub name, or a local file or folder (json/jsonl/parquet/csv)
+    train_split: str = "train"  # a hub split, or the name a folder's training files contain
+    eval_split: str = "test"  # a hub split, or what a folder's eval files are named (else eval, dev, ...)
+    eval_path: str = ""  # the eval set's own file or folder (local data)
+    eval_fraction: float = 0.0  # or hold out this share of the training file, drawn by data_seed
+    data_fingerprint: str = ""  # set at launch: sha256 of the local data's contents (not a user setting)
     question_key: str = "question"
     answer_key: str = "answer"
     prompt_template: str = "{question}\nPut the final answer in \\boxed{{}}."

@@ -239,6 +239,12 @@ def check_task(cfg) -> None:
             )
     elif not t.path:
         _fail("task.path", t.path, f"task.name={t.name} needs a hub dataset name or a local file")
+    if t.name not in ("reverse", "arithmetic"):
+        if not 0 <= t.eval_fraction < 1:
+            _fail("task.eval_fraction", t.eval_fraction, "must be in [0, 1): the share of the data held out")
+        if cfg.model.name == "tiny":
+            _fail("model", "tiny", f"task={t.name} needs a real model (the tiny one reads only the embedded tasks' "
+                  "characters): model=smollm2, or model=hf model.name=<hub id or folder>")  # fmt: skip
 
 
 def check_model(cfg) -> None:

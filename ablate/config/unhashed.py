@@ -19,7 +19,14 @@ UNHASHED = {
 # Keys added after stores existed: hashed only when set away from their default (the schema's, in
 # ablate.config.schema), so every earlier trial keeps its hash and its finished result in the store.
 HASHED_WHEN_SET = {
-    "task": {"modules": ["arithmetic__add_or_sub"], "difficulty": [0.0, 0.1], "format_noise": 0.0},
+    "task": {
+        "modules": ["arithmetic__add_or_sub"],
+        "difficulty": [0.0, 0.1],
+        "format_noise": 0.0,
+        "eval_path": "",
+        "eval_fraction": 0.0,
+        "data_fingerprint": "",
+    },
     "model": {"autocast": "none"},
     "rollout": {"overlap": "off"},
     "train": {"logprob_tokens_per_chunk": 0, "mini_batch_prompts": 0},
@@ -49,7 +56,7 @@ HASHED_WHEN_SET = {
 # that a verifier trial never loads)
 UNUSED_UNLESS = {"algo": {"reward_model": ("kind", "learned")}}
 # ... and those of them added after warm starts were cached (a warm start's key hashes the whole task).
-WARMSTART_WHEN_SET = {"task": ("format_noise",)}
+WARMSTART_WHEN_SET = {"task": ("format_noise", "eval_path", "eval_fraction", "data_fingerprint")}
 
 
 def drop_unset(section: str, node: dict, keys=None) -> dict:

@@ -7,6 +7,7 @@ cannot pass for a real one.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -79,6 +80,8 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
         prompts_per_step=_values(per_variant, "train", "prompts_per_step"),
         k=_values(per_variant, "algo", "responses_per_prompt"),
     )
+    if task.get("data_fingerprint"):
+        info["data"] = data_text(task)
     if info["model"] == "tiny":
         info["params"] = tiny_param_count(model, tiny_vocab(task.get("alphabet", "")))
         info["model_detail"] = (
@@ -86,6 +89,20 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
             f"{info['params'] / 1e3:.0f}k parameters"
         )
     return info
+
+
+def data_text(task: dict) -> str:
+    """Where a trial's local data came from and what it held: the path, the eval set, the contents' hash."""
+    path, eval_path = task.get("path", "?"), task.get("eval_path") or ""
+    if eval_path and os.path.realpath(eval_path) == os.path.realpath(path):
+        evals = "evaluated on its own training problems (task.eval_path names the training file)"
+    elif eval_path:
+        evals = f"eval `{eval_path}`"
+    elif task.get("eval_fraction"):
+        evals = f"eval {task['eval_fraction']:g} of it held out (data_seed {task.get('data_seed')})"
+    else:
+        evals = "eval files of that folder"
+    return f"data `{path}`, {evals}, contents sha256 `{task['data_fingerprint']}`"
 
 
 def _one_config_per_variant(run: Path, candidates) -> list[tuple[str, dict]]:
@@ -116,7 +133,7 @@ def header_text(info: dict) -> str:
         f"model {model}",
         f"tasks {', '.join(f'`{t}`' for t in info['tasks'])}"
         if info.get("tasks")
-        else f"task `{info['task']}`",
+        else f"task `{info['task']}`" + (f" ({info['data']})" if info.get("data") else ""),
         f"{info['steps']} RL steps × {info['prompts_per_step']} prompts per step × K = {info['k']}",
         f"preset `{info['preset']}`" if info["preset"] else "no preset",
         seeds,

@@ -32,8 +32,9 @@ def required_paths(config_yamls: list[str]) -> dict[str, str]:
             need[f"{PACKAGE}{model['name']}"] = "model.name"
         elif model["name"] != "tiny" and os.path.isabs(model["name"]):
             need[os.path.join(model["name"], "config.json")] = "model.name"
-        if task["name"] != "reverse" and task.get("path") and os.path.isabs(task["path"]):
-            need[task["path"]] = "task.path"
+        for key in ("path", "eval_path"):
+            if task["name"] != "reverse" and task.get(key) and os.path.isabs(task[key]):
+                need[task[key]] = f"task.{key}"
     return need
 
 

@@ -96,11 +96,26 @@ def resolve_local_paths(cfg: DictConfig) -> None:
     cfg.model.cache_dir = absolute(cfg.model.cache_dir)
     if cfg.model.name != "tiny" and looks_local(cfg.model.name):
         cfg.model.name = absolute(cfg.model.name)
-    if cfg.task.name != "reverse" and cfg.task.path and looks_local(cfg.task.path):
-        cfg.task.path = absolute(cfg.task.path)
+    for key in ("path", "eval_path"):
+        if cfg.task.name != "reverse" and cfg.task[key] and looks_local(cfg.task[key]):
+            cfg.task[key] = absolute(cfg.task[key])
     ckpt = cfg.train.get("checkpoint_dir")
     if ckpt and "://" not in str(ckpt):  # a URI (s3://, gs://, file://) is the same from every node
         cfg.train.checkpoint_dir = absolute(ckpt)
+
+
+def stamp_local_data(cfg: DictConfig) -> None:
+    """Local task data (trainer/tasks/local_data.py): its train and eval files found, the fields the task reads
+    checked in them, and their contents' fingerprint set in ``task.data_fingerprint``, so the config hash
+    changes with the data and a trial that finds other data stops. Hub datasets are named by their path."""
+    from ablate.trainer.tasks.local_data import check_fields, data_files, fingerprint, is_local
+
+    t = cfg.task
+    if t.name in ("reverse", "arithmetic") or not is_local(t.path):
+        return
+    files = data_files(t)
+    check_fields(files, {"task.question_key": t.question_key, "task.answer_key": t.answer_key})
+    t.data_fingerprint = fingerprint(files)
 
 
 def is_launch_override(ov: str) -> bool:
@@ -242,6 +257,7 @@ def _compose_variant(composer: Composer, cfg: DictConfig, spec, name: str, ovs, 
             overrides = relative.absolute(overrides, reference)
         base = composer.compose(overrides)
         validate_trial(base)
+        stamp_local_data(base)
         if not cfg.ray.address:  # the embedded Ray runs it here
             check_runs_here(base)
         validate_metric(spec.metric, base.train.eval_every)

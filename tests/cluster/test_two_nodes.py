@@ -77,7 +77,9 @@ def test_a_task_file_missing_on_the_worker_is_refused_before_launch_naming_the_n
     for name in ("train.jsonl", "test.jsonl"):
         (task / name).write_text((REPO / "tests/fixtures/gsm8k" / name).read_text())
     runs = tmp_path / "runs"
-    args = [*SMOKE, "launcher=cluster", f"ray.address={c.address}", "task=gsm8k", f"task.path={task}",
+    # a dataset task needs a real model: the packaged SmolLM2 (in site-packages, on both nodes)
+    args = ["sweep=real_cpu", "seeds=2", "progress=false", "launcher=cluster", f"ray.address={c.address}",
+            "task=gsm8k", f"task.path={task}",
             f"runs_dir={runs}", f"reports_dir={tmp_path / 'reports'}", f"warmstart.cache_dir={d['cache']}"]  # fmt: skip
     out = cli(args, cwd=REPO, timeout=300)
     assert out.returncode != 0

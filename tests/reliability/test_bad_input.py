@@ -115,7 +115,7 @@ BAD = [
         "model.name='/nonexistent/model': no model",
     ),
     (
-        ["sweep=smoke", "task=gsm8k", "task.path=/nonexistent/gsm8k"],
+        ["sweep=smoke", "task=gsm8k", "model=smollm2", "task.path=/nonexistent/gsm8k"],
         "task.path='/nonexistent/gsm8k': no such",
     ),
     (["sweep=smoke", "ray.address=127.0.0.1:1"], "ray.address='127.0.0.1:1': no Ray cluster answers"),
@@ -265,7 +265,10 @@ def test_task_data_extra_missing_is_refused_before_launch(monkeypatch, tmp_path,
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "datasets" else real(n, *a))
     monkeypatch.chdir(tmp_path)
-    for argv in (["sweep=smoke", "task=gsm8k", "dry_run=true"], ["mode=train", "task=gsm8k"]):
+    for argv in (
+        ["sweep=smoke", "task=gsm8k", "model=smollm2", "dry_run=true"],
+        ["mode=train", "task=gsm8k", "model=smollm2"],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "task.name='gsm8k': needs the 'data' extra (datasets)" in err[0], err
@@ -282,7 +285,10 @@ def test_a_hub_dataset_that_cannot_load_here_is_refused_before_launch(monkeypatc
 
     monkeypatch.setattr(datasets, "load_dataset_builder", offline)
     monkeypatch.chdir(tmp_path)
-    for argv in (["sweep=smoke", "task=gsm8k", "dry_run=true"], ["mode=train", "task=math"]):
+    for argv in (
+        ["sweep=smoke", "task=gsm8k", "model=smollm2", "dry_run=true"],
+        ["mode=train", "task=math", "model=smollm2"],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "task.path='" in err[0], err

@@ -72,3 +72,20 @@ def test_a_k_axis_shows_every_k_it_ran(tmp_path):
         store.write_status(p, status="done", overrides=[f"k={k}"])
         trials.loc[len(trials)] = {"variant": variant, "seed": 0, "status": "done"}
     assert "8 RL steps × 8 prompts per step × K = 4, 8, 16" in header_text(describe_run(run, plan, trials))
+
+
+def test_local_data_is_named_with_its_eval_set_and_contents_hash():
+    from ablate.report.run_info import data_text
+
+    task = {
+        "path": "/data/train.jsonl",
+        "eval_path": "/data/eval.jsonl",
+        "data_fingerprint": "0123456789abcdef",
+    }
+    assert data_text(task) == (
+        "data `/data/train.jsonl`, eval `/data/eval.jsonl`, contents sha256 `0123456789abcdef`"
+    )
+    same = {**task, "eval_path": "/data/train.jsonl"}
+    assert "evaluated on its own training problems" in data_text(same)
+    held = {**task, "eval_path": "", "eval_fraction": 0.1, "data_seed": 1234}
+    assert "eval 0.1 of it held out (data_seed 1234)" in data_text(held)

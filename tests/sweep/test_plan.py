@@ -64,13 +64,14 @@ def test_local_inputs_are_made_absolute_on_the_driver(tmp_path, monkeypatch):
     from tests.helpers import REPO
 
     monkeypatch.chdir(REPO)
-    ovs = ["sweep=smoke", "seeds=1", "task=gsm8k", "task.path=tests/fixtures/gsm8k", "train.checkpoint_dir=ck",
-           f"runs_dir={tmp_path}"]  # fmt: skip
+    ovs = ["sweep=real_cpu", "seeds=1", "task=gsm8k", "task.path=tests/fixtures/gsm8k", "train.checkpoint_dir=ck",
+           "task.eval_path=tests/fixtures/gsm8k/test.jsonl", f"runs_dir={tmp_path}"]  # fmt: skip
     cfg = compose(ovs)
     plan = build_plan(cfg, ovs)
     trial = plan.trials[0]
     c = yaml.safe_load(trial.config_yaml)
     assert c["task"]["path"] == str(REPO / "tests/fixtures/gsm8k")
+    assert c["task"]["eval_path"] == str(REPO / "tests/fixtures/gsm8k/test.jsonl")
     assert c["train"]["checkpoint_dir"] == str(REPO / "ck") and os.path.isabs(c["warmstart"]["cache_dir"])
 
 

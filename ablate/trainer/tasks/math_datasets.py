@@ -1,11 +1,13 @@
-"""Real math datasets (GSM8K, MATH) through ``datasets``: a hub name or local json/jsonl/parquet files."""
+"""Real datasets (GSM8K, MATH, your own: task=custom) through ``datasets``: a hub name or local files."""
 
 from __future__ import annotations
 
+import random
 import re
-from pathlib import Path
 
+from ablate.config.schema import ConfigError
 from ablate.trainer.tasks.base import TASKS, Problem, TaskData
+from ablate.trainer.tasks.local_data import FORMATS, data_files, fingerprint, is_local
 
 _BOXED = re.compile(r"\\boxed\{")
 
@@ -30,35 +32,54 @@ def last_boxed(solution: str) -> str:
     return "".join(out).strip()
 
 
-def _load_split(path: str, split: str):
+def _datasets():
     try:
         import datasets
     except ImportError:
-        raise ImportError("task=gsm8k/math needs the 'data' extra: pip install -e '.[data]'") from None
-    p = Path(path)
-    if p.exists():
-        files = sorted(p.glob(f"*{split}*")) if p.is_dir() else [p]
-        if not files:
-            raise FileNotFoundError(f"task.path={path!r}: no file for split {split!r}")
-        fmt = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}[files[0].suffix]
-        return datasets.load_dataset(fmt, data_files=[str(f) for f in files], split="train")
-    return datasets.load_dataset(path, "main" if "gsm8k" in path else None, split=split)
+        raise ImportError("task=gsm8k/math/custom needs the 'data' extra: pip install -e '.[data]'") from None
+    return datasets
+
+
+def _load_files(files) -> list[dict]:
+    fmt = FORMATS[files[0].suffix]
+    return list(_datasets().load_dataset(fmt, data_files=[str(f) for f in files], split="train"))
+
+
+def _local_rows(cfg) -> tuple[list[dict], list[dict]]:
+    """(train, eval) records of local files (trainer/tasks/local_data.py), checked against the data the run
+    was planned with."""
+    files = data_files(cfg)
+    if cfg.data_fingerprint and fingerprint(files) != cfg.data_fingerprint:
+        raise ConfigError(
+            f"task.path={cfg.path!r}: the data changed since the run was planned (fingerprint "
+            f"{cfg.data_fingerprint}, now {fingerprint(files)}); rerun the command to plan it anew"
+        )
+    train = _load_files(files.train)
+    if files.eval:
+        return train, _load_files(files.eval)
+    order = random.Random(cfg.data_seed).sample(range(len(train)), len(train))
+    n_eval = max(1, round(cfg.eval_fraction * len(train)))
+    held = set(order[:n_eval])
+    return [r for i, r in enumerate(train) if i not in held], [train[i] for i in sorted(held)]
+
+
+def _hub_rows(cfg, split: str) -> list[dict]:
+    return list(_datasets().load_dataset(cfg.path, "main" if "gsm8k" in cfg.path else None, split=split))
 
 
 def _make(cfg, extract) -> TaskData:
-    def rows(split, limit=None):
-        ds = _load_split(cfg.path, split)
-        out = []
-        for i, ex in enumerate(ds):
-            if limit is not None and i >= limit:
-                break
-            q = ex[cfg.question_key]
-            out.append(Problem(cfg.prompt_template.format(question=q), extract(ex[cfg.answer_key])))
-        return out
+    if is_local(cfg.path):
+        train, evals = _local_rows(cfg)
+    else:
+        train, evals = _hub_rows(cfg, cfg.train_split), _hub_rows(cfg, cfg.eval_split)
+
+    def problems(rows):
+        return [Problem(cfg.prompt_template.format(question=ex[cfg.question_key]), extract(ex[cfg.answer_key]))
+                for ex in rows]  # fmt: skip
 
     return TaskData(
-        train=rows(cfg.train_split),
-        eval=rows(cfg.eval_split, cfg.max_eval),
+        train=problems(train),
+        eval=problems(evals[: cfg.max_eval]),
         format_open="\\boxed{",
         format_close="}",
     )
@@ -72,3 +93,9 @@ def gsm8k_task(cfg) -> TaskData:
 @TASKS.register("math")
 def math_task(cfg) -> TaskData:
     return _make(cfg, last_boxed)
+
+
+@TASKS.register("custom")
+def custom_task(cfg) -> TaskData:
+    """Your problems: the answer field as it is (a number or a string), checked by ``task.verifier``."""
+    return _make(cfg, lambda answer: str(answer).strip())
