@@ -25,7 +25,7 @@ def eta2_interval(F: float, df1: float, df2: float, n: int, alpha: float = 0.05)
 
     def lam(q: float) -> float:
         f = lambda x: stats.ncf.cdf(F, df1, df2, x) - q  # noqa: E731 - decreasing in λ
-        if not F > 0 or f(0.0) <= 0:
+        if not (F > 0 and math.isfinite(F)) or f(0.0) <= 0:
             return 0.0
         hi = max(10.0, 10 * F * df1)
         while f(hi) > 0:
@@ -34,6 +34,13 @@ def eta2_interval(F: float, df1: float, df2: float, n: int, alpha: float = 0.05)
 
     lo, up = lam(1 - alpha / 2), lam(alpha / 2)
     return lo / (lo + n), up / (up + n)
+
+
+def _no_residual_spread(resid, y: pd.Series) -> bool:
+    """The model fits every score (to rounding): no residual variance, so F is x/0 and no term can be tested,
+    as a table row identical on every seed has no test (ablate.stats.tests.paired_half_width)."""
+    total = float(((y - y.mean()) ** 2).sum())
+    return not resid.df > 0 or float(resid.sum_sq) <= 1e-12 * total or total == 0.0
 
 
 def factorial_anova(
@@ -76,10 +83,15 @@ def factorial_anova(
         .replace({"C(seed": BLOCK})
     )  # fmt: skip
     n = len(df)
+    spreadless = _no_residual_spread(resid, df.y)
+    if spreadless:  # the table's rule: identical scores are no evidence, so no test and no effect size
+        aov[["F", "p"]] = np.nan
     aov["eta2_p"] = aov.sum_sq / (aov.sum_sq + resid.sum_sq)
     aov["omega2_p"] = [max(0.0, d * (f - 1) / (d * (f - 1) + n)) for d, f in zip(aov.df, aov.F, strict=True)]
     ci = [eta2_interval(f, d, resid.df, n, alpha) for f, d in zip(aov.F, aov.df, strict=True)]
     aov["eta2_p_low"], aov["eta2_p_high"] = [c[0] for c in ci], [c[1] for c in ci]
+    if spreadless:
+        aov[["eta2_p", "eta2_p_low", "eta2_p_high", "omega2_p"]] = np.nan
     effects = aov.term != BLOCK
     aov["p_adj"] = np.nan
     aov.loc[effects, "p_adj"] = adjust(aov.loc[effects, "p"].tolist(), correction)

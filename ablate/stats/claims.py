@@ -30,9 +30,9 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from ablate.config.claims import FORMS, SHAPES  # noqa: F401  (the one list of forms: checked at launch)
+from ablate.stats.tests import paired_half_width
 
 VERDICTS = ("supported", "contradicted", "inconclusive")
 
@@ -87,12 +87,10 @@ def _label(c: dict, baseline: str, sesoi: float | None) -> str:
     return f"{c['shape']} over {', '.join(v)}"
 
 
-def _interval(x: np.ndarray, level: float) -> tuple[float, float, float]:
-    m = float(np.mean(x)) if len(x) else math.nan
-    if len(x) < 2:
-        return m, math.nan, math.nan
-    h = float(sps.t.ppf(1 - (1 - level) / 2, len(x) - 1) * np.std(x, ddof=1) / math.sqrt(len(x)))
-    return m, m - h, m + h
+def _interval(x: np.ndarray, level: float, pooled: tuple[float, int]) -> tuple[float, float, float, str]:
+    """(estimate, low, high, sd source) under the table's rule for spreads (ablate.stats.tests)."""
+    m, h, source = paired_half_width(x, 1 - (1 - level) / 2, pooled)
+    return m, m - h, m + h, source
 
 
 def _components(c: dict, y: pd.DataFrame, baseline: str, sign: float) -> list[np.ndarray]:
@@ -187,11 +185,13 @@ def claims_table(
     factors: dict[str, dict[str, str]] | None = None,
     tasks: list[str] | None = None,
     task_summ: pd.DataFrame | None = None,
+    spread: tuple[float, int] = (math.nan, 0),
 ) -> pd.DataFrame:
     """One row per claim: claim, form, source, says, n_pairs, estimate, ci_low, ci_high, ci_level, verdict.
     ``summ``: one row per trial (variant, seed, status, final), as ablate.stats.summary makes it (a task sweep's
     pooled one); ``task_summ``: a task sweep's trials (<variant>@<task>), for the claims made ``on`` a task.
-    A claim on a task the run did not run is 'not tested' and outside the family."""
+    A claim on a task the run did not run is 'not tested' and outside the family. ``spread``: the table's
+    pooled (sd, df) of paired differences, for a contrast identical on every seed."""
     every = expand(claims)
     if not every:
         return pd.DataFrame()
@@ -225,7 +225,7 @@ def claims_table(
             if c["on"]:  # that task's arms, named as the pooled ones
                 mine = [col for col in per_task.columns if col.endswith(f"@{c['on']}")]
                 wide = per_task[mine].rename(columns=lambda col: col.rpartition("@")[0])
-            rows.append(head | _paired_row(c, wide, baseline, sign, level, sesoi))
+            rows.append(head | _paired_row(c, wide, baseline, sign, level, sesoi, spread))
     return pd.DataFrame(rows)
 
 
@@ -238,19 +238,20 @@ def _share_row(summ: pd.DataFrame, factors: dict, c: dict, level: float) -> dict
     return {"n_pairs": n, "estimate": est, "ci_low": lo, "ci_high": hi, "ci_level": level, "verdict": verdict}
 
 
-def _paired_row(c: dict, wide: pd.DataFrame, baseline: str, sign: float, level: float, sesoi) -> dict:
-    """A claim on paired differences: its components' intervals, the weakest read (exceeds_all: every one)."""
+def _paired_row(c: dict, wide: pd.DataFrame, baseline: str, sign: float, level: float, sesoi, pooled) -> dict:
+    """A claim on paired differences: its components' intervals, the weakest read (exceeds_all: every one).
+    A component identical on every seed is read with the sweep's pooled sd, or not at all (the table's rule)."""
     named = [*named_variants(c), *([baseline] if c["form"] not in ("greater", "trend") else [])]
     y = wide.reindex(columns=list(dict.fromkeys(named))).dropna()
-    comps = [_interval(x, level) for x in _components(c, y, baseline, sign)]
-    est, lo, hi = min(comps, key=lambda r: math.inf if math.isnan(r[1]) else r[1])
+    comps = [_interval(x, level, pooled) for x in _components(c, y, baseline, sign)]
+    est, lo, hi, source = min(comps, key=lambda r: math.inf if math.isnan(r[1]) else r[1])
     if c["form"] == "exceeds_all" and any(r[2] < 0 for r in comps):
         verdict = "contradicted"
     elif c["form"] == "exceeds_all":
         verdict = "supported" if all(r[1] > 0 for r in comps) else "inconclusive"
     else:
         verdict = _verdict(c["form"], lo, hi, sesoi)
-    return {
+    row = {
         "n_pairs": len(y),
         "estimate": est,
         "ci_low": lo,
@@ -258,6 +259,14 @@ def _paired_row(c: dict, wide: pd.DataFrame, baseline: str, sign: float, level: 
         "ci_level": level,
         "verdict": verdict,
     }
+    flat = {r[3] for r in comps if len(y) >= 2 and r[3] != "own"}
+    if flat:
+        row["why"] = (
+            "identical differences on every seed and no other row's spread to pool: no interval, no evidence"
+            if "none" in flat
+            else "identical differences on every seed: sd pooled from the sweep's rows"
+        )
+    return row
 
 
 def claims_for(rt) -> pd.DataFrame:
@@ -272,7 +281,14 @@ def claims_for(rt) -> pd.DataFrame:
         rt.plan.get("factors") or {},
         rt.tasks,
         rt.task_summaries,
+        pooled_spread(rt),
     )
+
+
+def pooled_spread(rt) -> tuple[float, int]:
+    """The run table's pooled (sd, df) of paired differences: what a spreadless contrast borrows."""
+    fam = rt.table.attrs.get("family", {})
+    return float(fam.get("sd_plan", math.nan)), int(fam.get("sd_df", 0) or 0)
 
 
 def method_sentence(claims: pd.DataFrame, alpha: float, task_sweep: bool = False) -> str:
@@ -286,7 +302,9 @@ def method_sentence(claims: pd.DataFrame, alpha: float, task_sweep: bool = False
         f"the {m} claims, so a false claim is called supported at most α = {alpha:g} of the time over the "
         "family); supported when the interval lies on the claimed side of 0 (inside ±sesoi for equivalent and "
         "negligible), contradicted when it lies on the other (beyond ±sesoi), else inconclusive. exceeds_all is "
-        "an intersection-union test: every component must be supported; the row shows the weakest one. A share claim "
+        "an intersection-union test: every component must be supported; the row shows the weakest one. A "
+        "contrast identical on every seed is read as the table reads such a row: with the table's pooled sd, or, "
+        "with none to pool, with no interval (never supported). A share claim "
         "reads the share of the seed-adjusted variation its axes explain, with a percentile interval from "
         "resampling seeds (2000 draws)."
         + (

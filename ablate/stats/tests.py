@@ -24,6 +24,24 @@ def degenerate(d) -> bool:
     return len(d) >= 2 and bool(np.ptp(d) == 0)
 
 
+def paired_half_width(d, q: float, pooled: tuple[float, int] = (math.nan, 0)) -> tuple[float, float, str]:
+    """The one rule for a spread, wherever paired differences get an interval (the table's rows, claims,
+    trend levels): -> (mean, half-width at the t quantile ``q``, sd source). The differences' own sd ("own");
+    identical on every seed: the sweep's pooled sd with its df ("pooled", as ``pooled_t``); nothing to pool or
+    fewer than 2 pairs: no interval ("none": nan), so identical scores are never read as a sure effect or as
+    equivalence."""
+    d = np.asarray(d, float)
+    m = float(d.mean()) if len(d) else math.nan
+    if len(d) < 2:
+        return m, math.nan, "none"
+    if not degenerate(d):
+        return m, float(sps.t.ppf(q, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))), "own"
+    sd, df = pooled
+    if df and math.isfinite(sd) and sd > 0:
+        return m, float(sps.t.ppf(q, df) * sd / math.sqrt(len(d))), "pooled"
+    return m, math.nan, "none"
+
+
 def t_interval(d, alpha: float) -> tuple[float, float]:
     """Two-sided (1 - alpha) t-interval of mean(d): what ``scipy.stats.ttest_1samp(d, 0)`` inverts.
 

@@ -13,22 +13,27 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+
+from ablate.stats.tests import paired_half_width
 
 
-def _t(x: np.ndarray, q: float) -> tuple[float, float]:
-    """(mean, half-width at quantile q of t) of paired differences; nan half-width below 2 pairs."""
-    m = float(np.mean(x)) if len(x) else math.nan
-    if len(x) < 2:
-        return m, math.nan
-    return m, float(sps.t.ppf(q, len(x) - 1) * np.std(x, ddof=1) / math.sqrt(len(x)))
+def _t(x: np.ndarray, q: float, pooled: tuple[float, int]) -> tuple[float, float]:
+    """(mean, half-width at quantile q of t) of paired differences, under the table's rule for spreads
+    (ablate.stats.tests.paired_half_width): nan half-width below 2 pairs or with no spread to read."""
+    m, h, _ = paired_half_width(x, q, pooled)
+    return m, h
 
 
 def trend_table(
-    summ: pd.DataFrame, levels: list[str], alpha: float, higher_is_better: bool = True
+    summ: pd.DataFrame,
+    levels: list[str],
+    alpha: float,
+    higher_is_better: bool = True,
+    pooled: tuple[float, int] = (math.nan, 0),
 ) -> pd.DataFrame:
     """One row per level, in order: level, n_pairs (seeds finished at every level), mean, delta vs the first
-    level with its two-sided (1 - alpha) interval, best, possibly_best."""
+    level with its two-sided (1 - alpha) interval, best, possibly_best. ``pooled``: the run table's pooled
+    (sd, df), for a contrast identical on every seed."""
     ok = summ[(summ.status == "done") & summ.final.map(lambda x: math.isfinite(float(x)))]
     y = ok.pivot_table(index="seed", columns="variant", values="final", aggfunc="first")
     y = y.reindex(columns=levels).dropna()
@@ -38,10 +43,10 @@ def trend_table(
     k = len(levels)
     rows = []
     for v in levels:
-        d, h = _t((y[v] - y[levels[0]]).to_numpy(), 1 - alpha / 2)
+        d, h = _t((y[v] - y[levels[0]]).to_numpy(), 1 - alpha / 2, pooled)
         beaten = any(
             (lambda m, hw: not math.isnan(hw) and m - hw > 0)(
-                *_t(sign * (y[j] - y[v]).to_numpy(), 1 - alpha / (k - 1))
+                *_t(sign * (y[j] - y[v]).to_numpy(), 1 - alpha / (k - 1), pooled)
             )
             for j in levels
             if j != v
@@ -64,7 +69,7 @@ def trend_table(
 def trends_for(rt) -> pd.DataFrame:
     """One trend_table per distinct ordered level list among the run's trend claims (column ``trend``:
     the levels joined by ' → '), stacked; empty without trend claims."""
-    from ablate.stats.claims import expand
+    from ablate.stats.claims import expand, pooled_spread
 
     seen: dict[tuple, pd.DataFrame] = {}
     for c in expand(rt.spec.get("claims") or []):
@@ -75,7 +80,8 @@ def trends_for(rt) -> pd.DataFrame:
         if c["on"]:  # that task's arms, named as the pooled ones
             summ = rt.task_summaries[rt.task_summaries.variant.str.endswith(f"@{c['on']}")]
             summ = summ.assign(variant=summ.variant.str.rpartition("@")[0])
-        t = trend_table(summ, c["variants"], rt.stats.alpha, rt.spec.get("higher_is_better", True))
+        higher = rt.spec.get("higher_is_better", True)
+        t = trend_table(summ, c["variants"], rt.stats.alpha, higher, pooled_spread(rt))
         seen[key] = t.assign(trend=" → ".join(c["variants"]) + (f" on {c['on']}" if c["on"] else ""))
     if not seen:
         return pd.DataFrame()
