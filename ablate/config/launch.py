@@ -31,6 +31,31 @@ def validate_launch(cfg) -> None:
         if problem is not None:
             _fail("rollout.backend", "vllm", problem)
     _check_retries_and_seeds(cfg)
+    for key in OUTPUTS[cfg.mode]:
+        check_writable(key, cfg[key])
+
+
+OUTPUTS = {"sweep": ("runs_dir", "reports_dir"), "train": ("runs_dir",), "report": ("reports_dir",)}
+
+
+def check_writable(key: str, path: str) -> None:
+    """An output folder this run will write: found unwritable before launch (dry runs too), in one line, not
+    as a traceback from the store, or after the whole sweep for the report."""
+    import tempfile
+
+    target = Path(os.path.expanduser(str(path))).absolute()
+    existing = next(p for p in (target, *target.parents) if p.exists())
+    if not existing.is_dir():
+        _fail(key, path, f"{existing} is a file, not a folder: choose another {key}")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
+        _fail(
+            key,
+            path,
+            f"cannot write in {existing} ({e.strerror or e.__class__.__name__}): choose another {key}",
+        )
 
 
 def _check_cpus(cfg) -> None:

@@ -28,9 +28,10 @@ from ablate.config import (
     validate_trial,
 )
 from ablate.config.claims import validate_claims
+from ablate.config.inert import refuse_inert
 from ablate.config.unhashed import UNHASHED, drop_unset
 from ablate.sweep import relative
-from ablate.sweep.variants import check_tasks, refuse_duplicate, sweep_variants
+from ablate.sweep.variants import check_tasks, refuse_duplicate, refuse_twins, sweep_variants
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
 LAUNCH_KEYS = (
@@ -257,6 +258,7 @@ def _compose_variant(composer: Composer, cfg: DictConfig, spec, name: str, ovs, 
             overrides = relative.absolute(overrides, reference)
         base = composer.compose(overrides)
         validate_trial(base)
+        refuse_inert(ovs, base)
         stamp_local_data(base)
         if not cfg.ray.address:  # the embedded Ray runs it here
             check_runs_here(base)
@@ -275,6 +277,12 @@ def _refuse_same_as_baseline(
             refuse_duplicate(name, ovs[:-1], trial_cli, [next(x for x in hashes if x[0] == b), hashes[-1]], b)
         else:
             refuse_duplicate(name, ovs, trial_cli, hashes, spec.baseline)
+        refuse_twins(
+            name,
+            ovs,
+            hashes,
+            f"{spec.baseline}{TASK_SEP}{name.rsplit(TASK_SEP, 1)[1]}" if tasks else spec.baseline,
+        )
     except ConfigError as e:
         raise ConfigError(f"sweep {spec.name!r}: {e}") from None
 

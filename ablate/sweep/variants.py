@@ -87,3 +87,17 @@ def refuse_duplicate(name, ovs, cli, hashes, baseline) -> None:
         f"variant {name!r} ({' '.join(ovs)}) composes to the same trial as the baseline {baseline!r}: the "
         "baseline, the preset or a plain key already sets it; change the variant or the preset"
     )
+
+
+def refuse_twins(name: str, ovs: list[str], hashes: list[tuple[str, str]], baseline: str) -> None:
+    """Two variants that compose to the same trial would be compared as two arms of one: refused, naming both
+    (variants that differ only in keys outside the hash are the same trial by design and pass)."""
+    unhashed = {f"{section}.{k}" for section, keys in UNHASHED.items() for k in keys}
+    if all(override_key(v) in unhashed for v in ovs):
+        return
+    twin = next((other for other, h in hashes[:-1] if h == hashes[-1][1] and other != baseline), None)
+    if twin is not None:
+        raise ConfigError(
+            f"variants {twin!r} and {name!r} compose to the same trial ({' '.join(ovs)}): the report would "
+            "compare identical arms; drop one, or change what it sets"
+        )

@@ -593,3 +593,63 @@ def test_overlap_is_refused_with_a_sampler_it_cannot_copy(compose_cfg):
         check_rollout(as_object(compose_cfg(["overlap=one_step", "rollout=vllm"])))
     with pytest.raises(ConfigError, match=r"runs in one process \(train.world_size=1\)"):
         check_rollout(as_object(compose_cfg(["overlap=one_step", "train.world_size=2"])))
+
+
+@pytest.mark.parametrize("key", ["runs_dir", "reports_dir"])
+@pytest.mark.parametrize("where", ["under_a_file", "read_only"])
+def test_an_output_folder_that_cannot_be_written_is_one_line_before_launch(
+    tmp_path, monkeypatch, capsys, key, where
+):
+    """Found before anything runs, dry runs included (an unwritable reports_dir was found after the whole
+    sweep; an unwritable runs_dir was a 37-line traceback). /proc refuses new files even to root."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a_file").write_text("")
+    bad = tmp_path / "a_file" / "out" if where == "under_a_file" else "/proc/ablate-out"
+    for argv in (["sweep=smoke", "dry_run=true"], ["sweep=smoke"]):
+        assert main([*argv, f"{key}={bad}"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {key}=") and f"choose another {key}" in err[0], (
+            err
+        )
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["-m", "algo.kl.coef=0.01,0.1"], "algo.kl.coef=0.01 has no effect with algo.kl.mode=none (kl=none)"),
+        (
+            ["-m", "algo.clip.epsilon_high=0.2,0.28"],
+            "algo.clip.epsilon_high=0.2 has no effect with algo.clip.epsilon",
+        ),
+        (["-m", "algo.overlong_penalty=0.5,2"], "has no effect with algo.overlong_buffer=0 (overlong=off)"),
+        (
+            ["-m", "algo.dynamic_sampling.replay_weight=2,3"],
+            "add dynamic_sampling=hard_replay to the variant",
+        ),
+    ],
+)
+def test_a_variant_that_sets_a_key_its_options_make_inert_is_refused(
+    tmp_path, monkeypatch, capsys, argv, expected
+):
+    """`kl=none algo.kl.coef=0.1` trains bit for bit what `kl=none` does: such arms ran and were reported as
+    '+0.000 (needs >= 2 pairs)'. Refused before launch, naming what makes the key inert and what makes it live."""
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "dry_run=true"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
+
+
+def test_two_variants_that_compose_to_the_same_trial_are_refused():
+    from omegaconf import OmegaConf
+
+    from ablate.compose import compose
+    from ablate.config import ConfigError
+    from ablate.sweep.plan import build_plan
+
+    cfg = compose(["sweep=smoke"])
+    cfg.sweep.variants = OmegaConf.create({"k_4": ["k=4"], "k_four": ["algo.responses_per_prompt=4"]})
+    with pytest.raises(ConfigError, match="variants 'k_4' and 'k_four' compose to the same trial"):
+        build_plan(cfg, ["sweep=smoke"])
+    cfg.sweep.variants = OmegaConf.create({"k_4": ["k=4"], "k_16": ["k=16"]})
+    assert len(build_plan(cfg, ["sweep=smoke"]).variants) == 3
