@@ -49,9 +49,13 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
         )
         return 0
     recorder = TrialRecorder(run, spec, uuid.uuid4().hex, logger)  # in-process: the same writer as a sweep's
+    from ablate.trainer.phases import announce_to
+
+    announce_to(lambda line: print(line, flush=True))  # converting, loading, warm start, evals: never silent
     try:
         status = run_trial(spec, recorder.handle, show)
     finally:
+        announce_to(None)
         recorder.close()
     st = json.loads(store.trial_paths(run, "train", int(cfg.seed)).status.read_text())
     print(

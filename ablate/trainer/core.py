@@ -24,6 +24,7 @@ from ablate.trainer.loop import Diverged, TrialResult, run_trial
 from ablate.trainer.losses import KL_ESTIMATORS, kl_reward_penalty, masked_mean
 from ablate.trainer.masks import build_loss_mask
 from ablate.trainer.models import build_tokenizer
+from ablate.trainer.phases import phase
 from ablate.trainer.policy_model import PolicyModel
 from ablate.trainer.precision import compute_context, compute_mode
 from ablate.trainer.rollout import RolloutBatch
@@ -284,6 +285,10 @@ class Trainer:
     @torch.no_grad()
     def evaluate(self, step: int) -> float:
         """Sampled pass@1 on held-out prompts (the rollout source draws them, the same for every variant)."""
+        with phase(f"eval at step {step}"):
+            return self._evaluate(step)
+
+    def _evaluate(self, step: int) -> float:
         rb, idx = self.source.eval_rollout(step)
         _, correct = self.scorer.verify(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
         hits, n = all_sum([float(correct.sum()), float(correct.numel())])

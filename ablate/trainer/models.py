@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ablate.trainer.phases import phase
+
 
 class CharTokenizer:
     """Character-level tokenizer for the embedded task: ids 0..2 are pad/bos/eos, then one id per character."""
@@ -130,9 +132,10 @@ def build_model(model_cfg, vocab_size: int, seed: int, device: str = "cpu"):
 
         # float32 master weights whatever model.dtype says: it is the compute dtype (trainer/precision.py)
         dtype = torch.float32
-        model = AutoModelForCausalLM.from_pretrained(
-            model_path(model_cfg), dtype=dtype, attn_implementation=model_cfg.attn_implementation
-        )
+        with phase(f"loading {model_cfg.name}"):
+            model = AutoModelForCausalLM.from_pretrained(
+                model_path(model_cfg), dtype=dtype, attn_implementation=model_cfg.attn_implementation
+            )
         if model_cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable()
     model.generation_config.pad_token_id = model.config.pad_token_id

@@ -16,6 +16,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ablate.trainer.phases import phase
+
 
 @dataclass(frozen=True)
 class PackagedModel:
@@ -77,7 +79,8 @@ def model_folder(name: str, cache_dir: str) -> str:
         if not (out / "config.json").is_file():  # another trial may have converted it while we waited
             tmp = root / f".{spec.folder}.tmp-{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
-            _convert(gguf_path(name), tmp)
+            with phase(f"converting {name}'s GGUF to float32 (once; cached)"):
+                _convert(gguf_path(name), tmp)
             tmp.rename(out)  # config.json appears with the whole folder or not at all
     return str(out)
 

@@ -23,6 +23,7 @@ import torch
 from filelock import FileLock
 
 from ablate.config.unhashed import drop_unset
+from ablate.trainer.phases import phase
 from ablate.trainer.policy import rows_per_chunk
 
 RM_VERSION = 2  # bump when the embedded recipe (candidates, labels, training) changes: old caches then miss
@@ -133,7 +134,8 @@ def load_embedded(cfg, tokenizer, task) -> EmbeddedRewardModel:
     path = cache / f"reward-model-{rm_key(cfg)}.pt"
     with FileLock(str(path) + ".lock"):  # concurrent trials train it once
         if not path.exists():
-            model = train_embedded(cfg, tokenizer, task)
+            with phase("training the embedded reward model (once; cached)"):
+                model = train_embedded(cfg, tokenizer, task)
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             torch.save(model.model.state_dict(), tmp)
             os.replace(tmp, path)

@@ -17,6 +17,7 @@ from filelock import FileLock
 from omegaconf import OmegaConf
 
 from ablate.config.unhashed import WARMSTART_WHEN_SET, drop_unset
+from ablate.trainer.phases import phase
 from ablate.trainer.rollout import left_pad
 from ablate.trainer.seeds import SeedStreams
 
@@ -97,7 +98,8 @@ def load_or_train(cfg, seed: int, model, tokenizer, task) -> str | None:
             responses = task.sft_responses or [
                 task.format_open + t + task.format_close for t in task.sft_targets
             ]
-            sft(model, tokenizer, [p.prompt for p in task.train], responses, ws, seed)
+            with phase(f"warm start of seed {seed}: {ws.steps} SFT steps (once; cached)"):
+                sft(model, tokenizer, [p.prompt for p in task.train], responses, ws, seed)
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             torch.save(model.state_dict(), tmp)
             os.replace(tmp, path)
