@@ -134,14 +134,14 @@ def check_trials(c: Checks, cfgs: dict, skip: str | None) -> None:
     def resume():
         from ablate.trainer.core import train as run
 
-        uri = tempfile.mkdtemp(prefix="ablate-gpu-ckpt-")
-        cfg = cfgs["checkpoint"]
-        first = run(cfg, 0, checkpoint_uri=uri)
-        cfg.train.steps = 3
-        again = run(cfg, 0, checkpoint_uri=uri)
-        losses = [[r["loss"] for r in h.history if "loss" in r] for h in (first, again)]
-        assert len(losses[1]) == 3 and losses[1][:2] == losses[0], losses
-        return f"resumed at step 2 from {sorted(os.listdir(uri))}"
+        with tempfile.TemporaryDirectory(prefix="ablate-gpu-ckpt-") as uri:
+            cfg = cfgs["checkpoint"]
+            first = run(cfg, 0, checkpoint_uri=uri)
+            cfg.train.steps = 3
+            again = run(cfg, 0, checkpoint_uri=uri)
+            losses = [[r["loss"] for r in h.history if "loss" in r] for h in (first, again)]
+            assert len(losses[1]) == 3 and losses[1][:2] == losses[0], losses
+            return f"resumed at step 2 from {sorted(os.listdir(uri))}"
 
     c.run("checkpoint, then resume", resume, skip)
 
@@ -189,11 +189,11 @@ def _fsdp(device: str) -> str:
     norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
     opt.step()
     assert {p.dtype for p in model.parameters()} == {torch.float32}  # masters stay float32
-    path = tempfile.mkdtemp(prefix="ablate-gpu-dcp-")
-    dcp.save(sharded_state(model, opt), checkpoint_id=path)
-    state = sharded_state(model, opt)
-    dcp.load(state, checkpoint_id=path)
-    load_sharded_state(model, opt, state)
+    with tempfile.TemporaryDirectory(prefix="ablate-gpu-dcp-") as path:
+        dcp.save(sharded_state(model, opt), checkpoint_id=path)
+        state = sharded_state(model, opt)
+        dcp.load(state, checkpoint_id=path)
+        load_sharded_state(model, opt, state)
     return f"grad norm {norm:.3g}"
 
 
@@ -300,27 +300,30 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     a = ap.parse_args()
-    c = Checks()
+    with tempfile.TemporaryDirectory(prefix="ablate-gpu-model-") as tmp:
+        return _checks(a.device, Path(tmp))
+
+
+def _checks(device: str, tmp: Path) -> int:
     from ablate.trainer.models import save_tiny_hf_model  # transformers, no CUDA call
 
-    model_dir = save_tiny_hf_model(
-        Path(tempfile.mkdtemp(prefix="ablate-gpu-model-")) / "tiny", hidden_size=128
-    )
-    cfgs = stage_configs(c, model_dir, a.device)
+    c = Checks()
+    model_dir = save_tiny_hf_model(tmp / "tiny", hidden_size=128)
+    cfgs = stage_configs(c, model_dir, device)
     import torch
 
     skip = None
-    if a.device == "cuda" and not torch.cuda.is_available():
+    if device == "cuda" and not torch.cuda.is_available():
         skip = "no CUDA GPU visible (CUDA_VISIBLE_DEVICES is empty or no driver)"
-    elif a.device == "cuda":
+    elif device == "cuda":
         print(f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}", flush=True)
     if len(cfgs) == len(TRIALS) + 1:
         check_trials(c, cfgs, skip)
     else:
         c.run("trials", None, skip or "their configs did not compose (above)")
-    check_process_group(c, a.device, skip)
-    check_master_weights(c, model_dir, a.device, skip)
-    check_shapes(c, a.device, skip, small=a.device == "cpu")
+    check_process_group(c, device, skip)
+    check_master_weights(c, model_dir, device, skip)
+    check_shapes(c, device, skip, small=device == "cpu")
     print(f"{sum(s == 'PASS' for s, _, _ in c.rows)} passed, {sum(s == 'FAIL' for s, _, _ in c.rows)} failed, "
           f"{sum(s == 'SKIP' for s, _, _ in c.rows)} skipped")  # fmt: skip
     return 1 if c.failed else 0
