@@ -140,7 +140,9 @@ def test_a_failure_every_trial_shares_stops_the_sweep_early(tmp_path):
     """Trials that fail in set-up with the same error: the sweep stops after two, with one line."""
     data = tmp_path / "gsm8k"
     data.mkdir()
-    (data / "test.jsonl").write_text('{"question": "1+1?", "answer": "#### 2"}\n')  # no train split
+    # its first record passes the launch check of fields; the second breaks the load inside every trial
+    (data / "train.jsonl").write_text('{"question": "1+1?", "answer": "#### 2"}\n{broken\n')
+    (data / "test.jsonl").write_text('{"question": "1+1?", "answer": "#### 2"}\n')
     # K variants: model=hf has no entropy bonus, so an entropy_off variant would be the baseline itself
     sp = write_sweep(tmp_path / "sweeps", "broken", {"k_2": ["k=2"], "k_4": ["k=4"]})
     proc = cli(
@@ -151,7 +153,7 @@ def test_a_failure_every_trial_shares_stops_the_sweep_early(tmp_path):
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(err) == 1, proc.stderr[-3000:]
     assert (
-        err[0].startswith("error: every trial fails at start-up: FileNotFoundError")
+        err[0].startswith("error: every trial fails at start-up: datasets.exceptions.DatasetGenerationError")
         and "status.json" in err[0]
     )
     run = the_run(tmp_path, "broken")
