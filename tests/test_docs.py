@@ -74,6 +74,11 @@ def workdir(tmp_path_factory):
     (d / "my_problems" / "train.jsonl").write_text("\n".join(rows[:9]) + "\n")
     (d / "my_problems" / "eval.jsonl").write_text("\n".join(rows[9:]) + "\n")
     (d / "my_problems.jsonl").write_text("\n".join(rows) + "\n")
+    # docs/your-reward.md's reward files, as its python block shows them
+    block = FENCE.findall((ROOT / "docs" / "your-reward.md").read_text())[0][1]
+    trl, verl = block.split("# verl_reward.py")
+    (d / "trl_reward.py").write_text(trl)
+    (d / "verl_reward.py").write_text("# verl_reward.py" + verl)
     return d
 
 

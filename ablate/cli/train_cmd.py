@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -27,12 +28,13 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     import uuid
 
     from ablate import store
-    from ablate.sweep.plan import config_hash, stamp_local_data
+    from ablate.sweep.plan import config_hash
     from ablate.sweep.recorder import TrialRecorder
+    from ablate.sweep.task_inputs import stamp_task_inputs
     from ablate.sweep.trial import run_trial
 
     # Kept like a sweep's trial: runs/train/<config hash>/train/seed=<n>/{config.yaml, metrics.jsonl, status.json}
-    stamp_local_data(cfg)  # before the hash: the data's contents are part of the trial
+    stamp_task_inputs(cfg)  # before the hash: the data and reward files are part of the trial
     h = config_hash(cfg)
     run = store.run_dir(Path(cfg.runs_dir).resolve(), "train", h[:10])
     spec = {"variant": "train", "seed": int(cfg.seed), "config_hash": h, "config_yaml": OmegaConf.to_yaml(cfg),
@@ -50,10 +52,19 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
         return 0
     recorder = TrialRecorder(run, spec, uuid.uuid4().hex, logger)  # in-process: the same writer as a sweep's
     from ablate.trainer.phases import announce_to
+    from ablate.trainer.user_reward import RewardError
 
     announce_to(lambda line: print(line, flush=True))  # converting, loading, warm start, evals: never silent
     try:
         status = run_trial(spec, recorder.handle, show)
+    except RewardError as e:  # the user's function failed: its line here, its traceback in status.json
+        status_path = store.trial_paths(run, "train", int(cfg.seed)).status
+        print(
+            f"error: {str(e).splitlines()[0]}; the reward's traceback: {status_path}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
     finally:
         announce_to(None)
         recorder.close()

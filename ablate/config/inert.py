@@ -17,6 +17,9 @@ INERT = (
     ("algo.entropy.final_ratio", lambda c: c.algo.entropy.coef == 0 or c.algo.entropy.anneal_fraction == 0,
      "no entropy bonus or no annealing (entropy.coef=0 or entropy.anneal_fraction=0)", "add entropy=annealed to the variant, or drop it"),
     ("algo.entropy.anneal_fraction", lambda c: c.algo.entropy.coef == 0, "algo.entropy.coef=0 (entropy=off)", "add entropy=annealed to the variant, or drop it"),
+    ("task.verifier", lambda c: bool(c.task.rewards), "task.rewards (your reward functions replace the verifier)", "drop it"),
+    *((f"task.{k}", lambda c: not c.task.rewards, "no task.rewards (the rule verifier scores)", "add task.rewards=[FILE.py:fn], or drop it")
+      for k in ("reward_weights", "reward_signature", "correct_above")),
     (f"{_DS}.replay_weight", lambda c: c.algo.dynamic_sampling.mode != "hard_replay",
      "dynamic sampling other than hard_replay", "add dynamic_sampling=hard_replay to the variant, or drop it"),
     (f"{_DS}.max_gen_batches", lambda c: c.algo.dynamic_sampling.mode != "dapo",

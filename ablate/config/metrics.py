@@ -6,6 +6,8 @@ what it records, so this list and the trainer cannot drift apart.
 
 from __future__ import annotations
 
+import re
+
 from ablate.config.checks import _fail
 
 # Per-step keys of the trainer (ablate/trainer/step_record.py and sampling.py; `kl` only with a KL mode), then the
@@ -40,20 +42,40 @@ EVAL_METRICS = ("eval/positive_rate",)
 METRICS = EVAL_METRICS + STEP_METRICS
 
 
-def validate_metric(metric: str, eval_every: int | None = None) -> None:
-    """sweep.metric must be one a trial records; an eval metric needs evals (``eval_every`` > 0). Checked
-    before launch: a typo here would otherwise run the whole sweep and then report every row as empty."""
-    if metric not in METRICS:
+def reward_names(refs) -> list[str]:
+    """Each of your reward functions' name in the metrics (``reward/<name>/mean``); a repeated name gets _2, _3."""
+    names: list[str] = []
+    for ref in refs:
+        base = str(ref).rpartition(":")[2]
+        names.append(base if base not in names else f"{base}_{sum(n.startswith(base) for n in names) + 1}")
+    return names
+
+
+def reward_metrics(refs) -> tuple[str, ...]:
+    """The metrics your reward functions add (task.rewards): per step, and at each eval."""
+    per_step = tuple(f"reward/{n}/{k}" for n in reward_names(refs) for k in ("mean", "none_frac"))
+    return tuple(f"eval/{m}" for m in per_step) + per_step
+
+
+def validate_metric(metric: str, eval_every: int | None = None, rewards=()) -> None:
+    """sweep.metric must be one a trial records (``rewards``: task.rewards, whose functions add theirs; None:
+    not known yet); an
+    eval metric needs evals (``eval_every`` > 0). Checked before launch: a typo here would otherwise run the
+    whole sweep and then report every row as empty."""
+    if rewards is None and re.fullmatch(r"(eval/)?reward/[^/]+/(mean|none_frac)", str(metric)):
+        return  # a reward function's metric, checked against each trial's task.rewards once they are composed
+    known = METRICS + reward_metrics(rewards or ())
+    if metric not in known:
         import difflib
 
-        close = difflib.get_close_matches(str(metric), METRICS, n=3, cutoff=0.6)
+        close = difflib.get_close_matches(str(metric), known, n=3, cutoff=0.6)
         if close:
             also = f" (also close: {', '.join(close[1:])})" if len(close) > 1 else ""
             hint = f"did you mean {close[0]}?{also}"
         else:
-            hint = f"known: {', '.join(METRICS)}"
+            hint = f"known: {', '.join(known)}"
         _fail("sweep.metric", metric, f"not a metric a trial records; {hint}")
-    if metric in EVAL_METRICS and eval_every is not None and eval_every <= 0:
+    if metric.startswith("eval/") and eval_every is not None and eval_every <= 0:
         _fail(
             "train.eval_every",
             eval_every,

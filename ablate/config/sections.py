@@ -190,6 +190,30 @@ def check_train(cfg) -> None:
         )
 
 
+def _check_user_rewards(cfg) -> None:
+    """task.rewards replace the verifier: its shaping keys and a reward model trained on its labels refused."""
+    t = cfg.task
+    _one_of("task.reward_signature", t.reward_signature, ("auto", "trl", "verl"))
+    if t.reward_timeout < 0:
+        _fail(
+            "task.reward_timeout",
+            t.reward_timeout,
+            "must be >= 0 (0: called in the trial's process, no limit)",
+        )
+    if t.reward_weights and len(t.reward_weights) != len(t.rewards):
+        _fail("task.reward_weights", list(t.reward_weights), f"one weight per function in task.rewards ({len(t.rewards)}), or none for 1 each")  # fmt: skip
+    for key in ("format_weight", "process_weight"):
+        if getattr(t, key):
+            _fail(f"task.{key}", getattr(t, key), "shapes the rule verifier's reward, which task.rewards replaces: set it "
+                  "to 0, or add a reward function for it to task.rewards")  # fmt: skip
+    if cfg.algo.reward_model.kind == "learned":
+        _fail(
+            "algo.reward_model.kind",
+            "learned",
+            "a reward model in place of task.rewards: use one or the other",
+        )
+
+
 def check_task(cfg) -> None:
     """The reward, and the embedded task's data, which must fit the rollout's response length."""
     t, r = cfg.task, cfg.rollout
@@ -197,6 +221,8 @@ def check_task(cfg) -> None:
     _fraction("task.process_weight", t.process_weight)
     if t.format_weight < 0:
         _fail("task.format_weight", t.format_weight, "must be >= 0")
+    if t.rewards:
+        _check_user_rewards(cfg)
     if t.name == "reverse":
         _at_least("task.min_len", t.min_len, 1)
         if t.max_len < t.min_len:

@@ -14,6 +14,7 @@ UNHASHED = {
         "checkpoint_keep",
     ),
     "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
+    "task": ("reward_timeout",),  # a reward that overruns fails the trial; one in time gives the same numbers
 }
 
 # Keys added after stores existed: hashed only when set away from their default (the schema's, in
@@ -26,6 +27,12 @@ HASHED_WHEN_SET = {
         "eval_path": "",
         "eval_fraction": 0.0,
         "data_fingerprint": "",
+        "rewards": [],
+        "reward_weights": [],
+        "reward_signature": "auto",
+        "reward_timeout": 60.0,  # unhashed (above); listed so a warm start's key leaves its default out
+        "correct_above": 0.0,
+        "reward_fingerprint": "",
     },
     "model": {"autocast": "none"},
     "rollout": {"overlap": "off"},
@@ -56,7 +63,10 @@ HASHED_WHEN_SET = {
 # that a verifier trial never loads)
 UNUSED_UNLESS = {"algo": {"reward_model": ("kind", "learned")}}
 # ... and those of them added after warm starts were cached (a warm start's key hashes the whole task).
-WARMSTART_WHEN_SET = {"task": ("format_noise", "eval_path", "eval_fraction", "data_fingerprint")}
+WARMSTART_WHEN_SET = {
+    "task": ("format_noise", "eval_path", "eval_fraction", "data_fingerprint", "rewards", "reward_weights",
+             "reward_signature", "reward_timeout", "correct_above", "reward_fingerprint"),
+}  # fmt: skip
 
 
 def drop_unset(section: str, node: dict, keys=None) -> dict:

@@ -82,6 +82,8 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
     )
     if task.get("data_fingerprint"):
         info["data"] = data_text(task)
+    if task.get("rewards"):
+        info["reward"] = reward_text(task)
     if info["model"] == "tiny":
         info["params"] = tiny_param_count(model, tiny_vocab(task.get("alphabet", "")))
         info["model_detail"] = (
@@ -103,6 +105,17 @@ def data_text(task: dict) -> str:
     else:
         evals = "eval files of that folder"
     return f"data `{path}`, {evals}, contents sha256 `{task['data_fingerprint']}`"
+
+
+def reward_text(task: dict) -> str:
+    """The reward functions that scored the trials (in place of the verifier), weights and sources' hash."""
+    weights = task.get("reward_weights") or [1] * len(task["rewards"])
+    fns = " + ".join(
+        f"{w:g} × `{os.path.basename(str(r))}`" for r, w in zip(task["rewards"], weights, strict=False)
+    )
+    above = task.get("correct_above") or 0
+    return (f"reward {fns} (your functions, in place of the verifier; correct when above {above:g}; "
+            f"sources sha256 `{task.get('reward_fingerprint', '?')}`)")  # fmt: skip
 
 
 def _one_config_per_variant(run: Path, candidates) -> list[tuple[str, dict]]:
@@ -134,6 +147,7 @@ def header_text(info: dict) -> str:
         f"tasks {', '.join(f'`{t}`' for t in info['tasks'])}"
         if info.get("tasks")
         else f"task `{info['task']}`" + (f" ({info['data']})" if info.get("data") else ""),
+        *([info["reward"]] if info.get("reward") else []),
         f"{info['steps']} RL steps × {info['prompts_per_step']} prompts per step × K = {info['k']}",
         f"preset `{info['preset']}`" if info["preset"] else "no preset",
         seeds,

@@ -35,6 +35,10 @@ def required_paths(config_yamls: list[str]) -> dict[str, str]:
         for key in ("path", "eval_path"):
             if task["name"] != "reverse" and task.get(key) and os.path.isabs(task[key]):
                 need[task[key]] = f"task.{key}"
+        for ref in task.get("rewards") or ():  # a reward file (a module reference: its package, like any)
+            where = ref.rpartition(":")[0]
+            if where.endswith(".py") and os.path.isabs(where):
+                need[where] = "task.rewards"
     return need
 
 

@@ -31,6 +31,7 @@ from ablate.config.claims import validate_claims
 from ablate.config.inert import refuse_inert
 from ablate.config.unhashed import UNHASHED, drop_unset
 from ablate.sweep import relative
+from ablate.sweep.task_inputs import stamp_task_inputs
 from ablate.sweep.variants import check_tasks, refuse_duplicate, refuse_twins, sweep_variants
 
 # Keys that steer the launch, not the trial: they never enter a trial's config hash.
@@ -103,20 +104,6 @@ def resolve_local_paths(cfg: DictConfig) -> None:
     ckpt = cfg.train.get("checkpoint_dir")
     if ckpt and "://" not in str(ckpt):  # a URI (s3://, gs://, file://) is the same from every node
         cfg.train.checkpoint_dir = absolute(ckpt)
-
-
-def stamp_local_data(cfg: DictConfig) -> None:
-    """Local task data (trainer/tasks/local_data.py): its train and eval files found, the fields the task reads
-    checked in them, and their contents' fingerprint set in ``task.data_fingerprint``, so the config hash
-    changes with the data and a trial that finds other data stops. Hub datasets are named by their path."""
-    from ablate.trainer.tasks.local_data import check_fields, data_files, fingerprint, is_local
-
-    t = cfg.task
-    if t.name in ("reverse", "arithmetic") or not is_local(t.path):
-        return
-    files = data_files(t)
-    check_fields(files, {"task.question_key": t.question_key, "task.answer_key": t.answer_key})
-    t.data_fingerprint = fingerprint(files)
 
 
 def is_launch_override(ov: str) -> bool:
@@ -209,7 +196,7 @@ def _check_statistics(cfg: DictConfig, spec, variants: dict, seeds: list[int], a
     validate_claims(
         OmegaConf.to_object(spec.claims), list(variants), spec.baseline, st.sesoi, list(spec.axes)
     )
-    validate_metric(spec.metric)
+    validate_metric(spec.metric, rewards=None)  # the sweep's overrides may add reward functions
     if not auto:
         return None
     validate_auto_seeds(st)
@@ -259,10 +246,10 @@ def _compose_variant(composer: Composer, cfg: DictConfig, spec, name: str, ovs, 
         base = composer.compose(overrides)
         validate_trial(base)
         refuse_inert(ovs, base)
-        stamp_local_data(base)
+        stamp_task_inputs(base)
         if not cfg.ray.address:  # the embedded Ray runs it here
             check_runs_here(base)
-        validate_metric(spec.metric, base.train.eval_every)
+        validate_metric(spec.metric, base.train.eval_every, base.task.rewards)
     except ConfigError as e:
         raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None
     return base

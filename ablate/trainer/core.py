@@ -148,7 +148,8 @@ class Trainer:
     # ---- rollout ------------------------------------------------------------------------------------------
     def collect(self) -> tuple[RolloutBatch, torch.Tensor, torch.Tensor, dict]:
         """The rollout phase (trainer/rollout_source.py), scored by the verifier or reward model."""
-        return self.source.collect(self.scorer.training_rewards)
+        rb, r, c, info = self.source.collect(self.scorer.training_rewards)
+        return rb, r, c, {**info, **self.scorer.take_parts()}
 
     def _logp(self, model, rb: RolloutBatch, with_entropy=False):
         """A scoring pass (no gradient) over the whole batch, ``train.logprob_tokens_per_chunk`` at a time."""
@@ -292,9 +293,10 @@ class Trainer:
         rb, idx = self.source.eval_rollout(step)
         _, correct = self.scorer.verify(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
         hits, n = all_sum([float(correct.sum()), float(correct.numel())])
+        self.last_eval_extra = {f"eval/{k}": v for k, v in self.scorer.take_parts().items()}  # your rewards'
         proxy = self.scorer.proxy_sum(rb)
         if proxy is not None:  # the proxy's view of the same samples, for the proxy-gold gap
-            self.last_eval_extra = {"eval/proxy_reward": all_sum([proxy])[0] / n}
+            self.last_eval_extra["eval/proxy_reward"] = all_sum([proxy])[0] / n
         return hits / n
 
 

@@ -83,6 +83,29 @@ BAD = [
         "variant 'bad': kl='nope': unknown option",
     ),
     (["sweep=technique_matrix", "+sweep.variants.launchy=['seeds=3']"], "sets a launch key"),
+    # your reward functions (ablate/trainer/user_reward.py): checked on the driver, before anything runs
+    (["sweep=smoke", "task.rewards=[/nonexistent/r.py:f]"], "task.rewards: no such file '/nonexistent/r.py'"),
+    (["sweep=smoke", "task.rewards=[reward]"], "task.rewards: 'reward' is not FILE.py:function"),
+    (["sweep=smoke", "task.rewards=[json:nope]"], "task.rewards: json has no function 'nope'"),
+    (["sweep=smoke", "task.rewards=[json:loads]"], "task.rewards: cannot tell the signature of json:loads"),
+    (["sweep=smoke", "task.rewards=[json:loads]", "task.reward_signature=verl"], "does not take verl's"),
+    (
+        ["sweep=smoke", "task.rewards=[json:loads]", "task.reward_weights=[1,2]"],
+        "task.reward_weights=[1.0, 2.0]: one weight per function",
+    ),
+    (
+        ["sweep=smoke", "task.rewards=[json:loads]", "task.format_weight=0.1"],
+        "task.format_weight=0.1: shapes the rule verifier's reward, which task.rewards replaces",
+    ),
+    (
+        ["sweep=smoke", "task.rewards=[json:loads]", "reward=learned"],
+        "algo.reward_model.kind='learned': a reward model in place of task.rewards",
+    ),
+    (
+        ["sweep=smoke", "task.rewards=[json:loads]", "task.reward_signature=grpo"],
+        "task.reward_signature='grpo'",
+    ),
+    (["-m", "task.correct_above=0.1,0.5"], "task.correct_above=0.1 has no effect with no task.rewards"),
     # a variant setting a key its options make inert trains what it starts from (ablate/config/inert.py)
     (["-m", "algo.kl.coef=0.01,0.1"], "algo.kl.coef=0.01 has no effect with algo.kl.mode=none (kl=none)"),
     (

@@ -94,7 +94,7 @@ def test_new_data_under_the_same_path_is_a_new_trial(tmp_path):
 
 
 def test_a_trial_that_finds_other_data_than_planned_stops(tmp_path):
-    from ablate.sweep.plan import stamp_local_data
+    from ablate.sweep.task_inputs import stamp_local_data
 
     _jsonl(tmp_path / "train.jsonl", _problems(4))
     _jsonl(tmp_path / "test.jsonl", _problems(2, start=50))

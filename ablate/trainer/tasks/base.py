@@ -15,6 +15,8 @@ class Problem:
     prompt: str  # the text the policy sees
     answer: str  # the reference answer the verifier checks against
     level: int = 0  # difficulty bucket (for reports and diagnostics)
+    # the problem's own fields (a data file's columns), passed to your reward functions (task.rewards)
+    columns: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass

@@ -74,8 +74,8 @@ def _make(cfg, extract) -> TaskData:
         train, evals = _hub_rows(cfg, cfg.train_split), _hub_rows(cfg, cfg.eval_split)
 
     def problems(rows):
-        return [Problem(cfg.prompt_template.format(question=ex[cfg.question_key]), extract(ex[cfg.answer_key]))
-                for ex in rows]  # fmt: skip
+        return [Problem(cfg.prompt_template.format(question=ex[cfg.question_key]), extract(ex[cfg.answer_key]),
+                        columns=dict(ex)) for ex in rows]  # fmt: skip
 
     return TaskData(
         train=problems(train),

@@ -1,0 +1,46 @@
+"""A trial's inputs from the user's own files, checked and fingerprinted on the driver before launch: local task
+data (trainer/tasks/local_data.py) and reward functions (trainer/user_reward.py). Each fingerprint is set in the
+trial's config, so the config hash changes with the files' contents and a trial that finds other contents than
+were planned stops; a wrong field, path, function or signature is one line here, not a traceback in a trial."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from ablate.config.schema import ConfigError
+
+
+def stamp_task_inputs(cfg: DictConfig) -> None:
+    stamp_local_data(cfg)
+    stamp_rewards(cfg)
+
+
+def stamp_local_data(cfg: DictConfig) -> None:
+    """Local task data: its train and eval files found, the fields the task reads checked in them, and their
+    contents' fingerprint set in ``task.data_fingerprint``. Hub datasets are named by their path."""
+    from ablate.trainer.tasks.local_data import check_fields, data_files, fingerprint, is_local
+
+    t = cfg.task
+    if t.name in ("reverse", "arithmetic") or not is_local(t.path):
+        return
+    files = data_files(t)
+    check_fields(files, {"task.question_key": t.question_key, "task.answer_key": t.answer_key})
+    t.data_fingerprint = fingerprint(files)
+
+
+def stamp_rewards(cfg: DictConfig) -> None:
+    """Reward functions: file references made absolute, each imported here and its signature read (the
+    declared one checked), and their sources' fingerprint set in ``task.reward_fingerprint``."""
+    from ablate.trainer import user_reward
+
+    t = cfg.task
+    if not t.rewards:
+        return
+    refs = [user_reward.absolute_ref(r) for r in t.rewards]
+    for ref in refs:
+        user_reward.signature_of(user_reward.load(ref), t.reward_signature, ref)
+    if t.reward_weights and len(t.reward_weights) != len(refs):
+        raise ConfigError(f"task.reward_weights={list(t.reward_weights)}: one weight per function in "
+                          f"task.rewards ({len(refs)}), or none for 1 each")  # fmt: skip
+    t.rewards = refs
+    t.reward_fingerprint = user_reward.fingerprint(refs)
