@@ -23,7 +23,7 @@ STAMP       := $(VENV)/.installed-$(DEPS_SUM)
 DEV_STAMP   := $(VENV)/.installed-dev-$(DEPS_SUM)
 BENCH_STAMP := $(VENV)/.installed-bench-$(DEPS_SUM)
 
-.PHONY: install dev run test test-fast test-vllm slurm-up slurm-down gpu-wheels gpu-check gpu-lock bench bench-real docs lock lint format clean
+.PHONY: install dev sandbox run test test-fast test-vllm slurm-up slurm-down gpu-wheels gpu-check gpu-lock bench bench-real docs lock lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,8 +45,18 @@ $(BENCH_STAMP): $(DEV_STAMP)
 	$(PIP) install -q $(CONSTRAIN) -e '.[dev,bench]'
 	@touch $@
 
-install: $(STAMP)
-dev: $(DEV_STAMP)
+install: $(STAMP) sandbox
+dev: $(DEV_STAMP) sandbox
+
+# task=code runs completions in bubblewrap's sandbox (Debian's bubblewrap, ablate/trainer/sandbox.py): installed
+# here when missing and apt-get can (as root); otherwise the line says how, and code tasks are refused at launch.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap (apt-get), the sandbox task=code runs completions in"; \
+	    export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
+	      && apt-get install -y -q --no-install-recommends bubblewrap >/dev/null; \
+	  else echo "task=code needs bubblewrap: sudo apt-get install bubblewrap"; fi; }
 
 run: install  ## the main job on the embedded default
 	$(PY) -m ablate sweep=technique_matrix seeds=5

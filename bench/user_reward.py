@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-REWARDS = '''
+REWARDS = """
 def exact(prompts, completions, answer, **kwargs):
     return [float(c == "<" + a + ">") for c, a in zip(completions, answer)]
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     return {"score": float(solution_str == "<" + ground_truth + ">")}
-'''
+"""
 
 
 def _users(path: Path, name: str, timeout: float):

@@ -28,6 +28,8 @@ UPWARD = {
     # launch checks: a packaged model's presence, and whether vLLM can run here (a CUDA GPU or its CPU build)
     ("ablate.config.launch", "ablate.trainer.packaged"),
     ("ablate.config.launch", "ablate.trainer.rollout.vllm"),
+    # ... and whether code can be run here (bubblewrap's sandbox, for task=code)
+    ("ablate.config.launch", "ablate.trainer.sandbox"),
 }
 
 MAX_MODULE_LINES = 350

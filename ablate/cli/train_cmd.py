@@ -39,12 +39,8 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     run = store.run_dir(Path(cfg.runs_dir).resolve(), "train", h[:10])
     spec = {"variant": "train", "seed": int(cfg.seed), "config_hash": h, "config_yaml": OmegaConf.to_yaml(cfg),
             "factors": {}, "overrides": list(overrides), "sweep": "train", "run_id": run.name}  # fmt: skip
-    logger = {
-        "name": cfg.logger,
-        "project": cfg.wandb.project,
-        "entity": cfg.wandb.entity,
-        "mode": cfg.wandb.mode,
-    }
+    w = cfg.wandb
+    logger = {"name": cfg.logger, "project": w.project, "entity": w.entity, "mode": w.mode}
     if cfg.dry_run:
         print(
             f"dry run: nothing trained or written; the trial would be kept in {run / 'train' / f'seed={cfg.seed}'}"
@@ -58,11 +54,9 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     try:
         status = run_trial(spec, recorder.handle, show)
     except RewardError as e:  # the user's function failed: its line here, its traceback in status.json
-        status_path = store.trial_paths(run, "train", int(cfg.seed)).status
+        where = store.trial_paths(run, "train", int(cfg.seed)).status
         print(
-            f"error: {str(e).splitlines()[0]}; the reward's traceback: {status_path}",
-            file=sys.stderr,
-            flush=True,
+            f"error: {str(e).splitlines()[0]}; the reward's traceback: {where}", file=sys.stderr, flush=True
         )
         return 1
     finally:

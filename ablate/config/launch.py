@@ -199,10 +199,22 @@ def check_runs_here(cfg) -> None:
                 "a cluster's GPUs",
             )
     _check_hub_model(cfg.model.name)
+    if t.verifier == "code" and not t.rewards:
+        _check_sandbox()
     if t.name in ("gsm8k", "math"):
         if importlib.util.find_spec("datasets") is None:
             _fail("task.name", t.name, "needs the 'data' extra (datasets): pip install -e '.[data]'")
         _check_hub_dataset(t.path)
+
+
+@functools.cache  # one sandbox started per process, not one per variant
+def _check_sandbox() -> None:
+    """Code is run in bubblewrap's sandbox: present and able to start here, or one line saying what to install."""
+    from ablate.trainer.sandbox import missing_reason
+
+    why = missing_reason()
+    if why:
+        _fail("task.verifier", "code", why)
 
 
 @functools.cache  # a sweep checks every variant: one lookup per name (failures raise, so are not kept)

@@ -13,7 +13,7 @@ from ablate.trainer.rollout import hf, vllm  # noqa: F401  (register the backend
 from ablate.trainer.rollout.batch import ROLLOUT_BACKENDS
 from ablate.trainer.sampling import DYNAMIC_SAMPLING
 from ablate.trainer.schedules import LR_SCHEDULES
-from ablate.trainer.tasks import arithmetic, math_datasets, reverse  # noqa: F401  (register the tasks)
+from ablate.trainer.tasks import arithmetic, code, math_datasets, reverse  # noqa: F401  (register the tasks)
 from ablate.trainer.tasks.base import TASKS
 
 REGISTRIES: tuple[Registry, ...] = (

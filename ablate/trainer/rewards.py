@@ -23,6 +23,7 @@ class Verdict:
     correct: float  # 1.0 if the extracted answer is right
     format_ok: float  # 1.0 if the completion has the required <answer> form
     partial: float  # fraction of answer positions right: partial credit per step
+    reason: str = ""  # why it is not correct, where a verifier can tell (code: timeout, memory, error, ...)
 
 
 def extract_wrapped(text: str, open_: str, close: str) -> str | None:
@@ -116,3 +117,33 @@ def combine_rewards(v: Verdict, scale: float, format_weight: float, process_weig
     return scale * (
         (1.0 - process_weight) * v.correct + process_weight * v.partial + format_weight * v.format_ok
     )
+
+
+@VERIFIERS.register("code")
+def verify_code(text: str, problem: Problem, open_: str = "```python\n", close: str = "```") -> Verdict:
+    """Code tasks: the completion's code run against the problem's hidden tests in the sandbox; correct when
+    every test passes, partial credit per test, format when it wrote a fenced block. Why a run failed is
+    kept on the verdict's ``reason`` (timeout, memory, error: ..., failed k of n tests, no code)."""
+    from ablate.trainer.sandbox import run_tests
+    from ablate.trainer.tasks.code import extract_code
+
+    code = extract_code(text, problem)
+    fenced = float("```" in text)
+    if code is None:
+        return Verdict(0.0, fenced, 0.0, "no code")
+    out = run_tests(code, list(problem.columns["tests"]), SANDBOX_LIMITS)
+    return Verdict(float(out.passed == out.total), fenced, out.fraction, out.reason)
+
+
+SANDBOX_LIMITS = None  # the sandbox's defaults (ablate.trainer.sandbox.Limits); run_tests takes None as them
+
+
+# what a code verdict's reason is counted as (sandbox.Outcome.reason, or "no code")
+CODE_OUTCOMES = ("ok", "failed", "error", "timeout", "killed", "memory", "no code", "no result")
+
+
+def reason_shares(reasons: list[str]) -> dict[str, float]:
+    """{"code/<outcome>_frac": share} over ``reasons``, every outcome present (0 when none had it)."""
+    n = max(len(reasons), 1)
+    kinds = [next((k for k in CODE_OUTCOMES if r.startswith(k)), "no result") for r in reasons]
+    return {f"code/{k.replace(' ', '_')}_frac": kinds.count(k) / n for k in CODE_OUTCOMES}

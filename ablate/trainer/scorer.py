@@ -8,7 +8,7 @@ import threading
 
 import torch
 
-from ablate.trainer.rewards import VERIFIERS, combine_rewards, overlong_penalty
+from ablate.trainer.rewards import VERIFIERS, combine_rewards, overlong_penalty, reason_shares
 from ablate.trainer.rollout import RolloutBatch
 from ablate.trainer.user_reward import RewardBatch, UserRewards
 
@@ -43,12 +43,16 @@ class RolloutScorer:
             return self._user_rewards(
                 texts, kept, [problems[prompt_idx[row // K]] for row in range(len(texts))]
             )
+        reasons = []
         for row, text in enumerate(texts):
             v = self.verifier(
                 text, problems[prompt_idx[row // K]], self.task.format_open, self.task.format_close
             )
             rewards.append(combine_rewards(v, t.reward_scale, t.format_weight, t.process_weight))
             correct.append(v.correct)
+            reasons.append(v.reason)
+        if t.verifier == "code":  # why completions failed, as shares (every rank, every step: the same keys)
+            self._pending().append(reason_shares(reasons))
         return torch.tensor(rewards, device=self.device), torch.tensor(correct, device=self.device)
 
     def _user_rewards(

@@ -106,5 +106,7 @@ def test_the_metric_may_be_a_reward_functions(user_folder, monkeypatch):
     args = ["sweep=smoke", "seeds=1", REWARDS, "sweep.metric=eval/reward/exakt/mean"]
     with pytest.raises(ConfigError, match="did you mean eval/reward/exact/mean"):
         build_plan(compose(args), args)
-    with pytest.raises(ConfigError, match="not a metric a trial records"):  # no reward functions: no such metric
+    with pytest.raises(
+        ConfigError, match="not a metric a trial records"
+    ):  # no reward functions: no such metric
         build_plan(compose(["sweep=smoke", "sweep.metric=eval/reward/exact/mean"]), [])

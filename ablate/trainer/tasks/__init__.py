@@ -8,7 +8,7 @@ __all__ = ["TASKS", "Problem", "TaskData", "drop_overlong", "load_task"]
 
 
 def load_task(cfg) -> TaskData:
-    from ablate.trainer.tasks import arithmetic, math_datasets, reverse  # noqa: F401  (registers)
+    from ablate.trainer.tasks import arithmetic, code, math_datasets, reverse  # noqa: F401  (registers)
 
     return TASKS[cfg.name](cfg)
 

@@ -1,0 +1,87 @@
+"""task=code (ablate/trainer/tasks/code.py): problems fixed by the data seed, an eval split disjoint from the
+training one, every problem's reference solution passing its own tests (the tests are right), HumanEval's 164
+canonical solutions passing theirs in the sandbox, and a completion's code found where a model puts it."""
+
+from __future__ import annotations
+
+import pytest
+
+from ablate.compose import compose
+from ablate.trainer import sandbox
+from ablate.trainer.rewards import reason_shares, verify_code
+from ablate.trainer.tasks import Problem, load_task
+from ablate.trainer.tasks.code import extract_code, generated, humaneval
+
+needs_sandbox = pytest.mark.skipif(sandbox.missing_reason() is not None, reason=str(sandbox.missing_reason()))
+
+
+def test_problems_are_fixed_by_the_data_seed_and_the_eval_split_is_held_out():
+    task = load_task(compose(["task=code", "model=smollm2"]).task)
+    again = load_task(compose(["task=code", "model=smollm2"]).task)
+    assert [p.prompt for p in task.train] == [p.prompt for p in again.train]
+    assert (len(task.train), len(task.eval)) == (160, 48)
+    assert not {p.prompt for p in task.train} & {p.prompt for p in task.eval}
+    other = load_task(compose(["task=code", "model=smollm2", "task.data_seed=7"]).task)
+    assert [p.prompt for p in other.train] != [p.prompt for p in task.train]
+    assert task.train[0].columns["entry_point"] in task.train[0].prompt
+
+
+@needs_sandbox
+def test_every_reference_solution_passes_its_own_tests():
+    for p in generated(160, 1234) + generated(48, 1235):
+        assert sandbox.run_tests(p.answer, p.columns["tests"]).reason == "ok", p.prompt
+
+
+@needs_sandbox
+def test_humaneval_is_the_packages_164_problems_and_each_canonical_solution_passes():
+    problems = humaneval(0)
+    assert len(problems) == 164 and problems[0].columns["source"] == "HumanEval/0"
+    failing = [p.columns["source"] for p in problems
+               if verify_code(f"```python\n{p.answer}\n```", p).correct != 1.0]  # fmt: skip
+    assert failing == []
+    eval_set = load_task(compose(["task=code", "model=smollm2", "task.eval_split=humaneval"]).task).eval
+    assert len(eval_set) == 164
+
+
+def test_the_code_is_found_where_a_model_puts_it():
+    p = Problem("", "", columns={"tests": [], "entry_point": "add_3"})
+    assert (
+        extract_code("```python\ndef add_3(x):\n    return x + 3\n```", p)
+        == "def add_3(x):\n    return x + 3\n"
+    )
+    two = "```python\nprint(1)\n```\nthen\n```\ndef add_3(x):\n    return 3\n```\n```python\nadd_3(1)\n```"
+    assert extract_code(two, p) == "def add_3(x):\n    return 3\n"  # the block that defines it
+    assert extract_code("def add_3(x): return x + 3", p) == "def add_3(x): return x + 3"
+    assert (
+        extract_code("```python\ndef add_3(x):\n    return x", p) == "def add_3(x):\n    return x"
+    )  # cut off
+    assert extract_code("no code here", p) is None
+    stub = Problem(
+        "", "", columns={"tests": [], "entry_point": "f", "stub": "from typing import List\ndef f(x):\n"}
+    )
+    assert (
+        extract_code("```python\n    return x\n```", stub)
+        == "from typing import List\ndef f(x):\n    return x\n"
+    )
+    assert (
+        extract_code("```python\ndef f(x):\n    return x\n```", stub)
+        == "from typing import List\ndef f(x):\n    return x\n"
+    )
+
+
+def test_reason_shares_by_hand():
+    """4 completions: ok, failed 1 of 4 tests, timeout, no code -> a quarter each; the others 0."""
+    shares = reason_shares(["ok", "failed 1 of 4 tests", "timeout", "no code"])
+    assert shares == {"code/ok_frac": 0.25, "code/failed_frac": 0.25, "code/error_frac": 0.0,
+                      "code/timeout_frac": 0.25, "code/killed_frac": 0.0, "code/memory_frac": 0.0,
+                      "code/no_code_frac": 0.25, "code/no_result_frac": 0.0}  # fmt: skip
+
+
+def test_code_tasks_refuse_the_tiny_model_and_an_unknown_eval_split(capsys, tmp_path, monkeypatch):
+    from ablate.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["mode=train", "task=code"]) == 2
+    assert "task=code needs a real model" in capsys.readouterr().err
+    assert main(["mode=train", "task=code", "model=smollm2", "task.eval_split=mbpp"]) == 2
+    assert "task.eval_split='mbpp'" in capsys.readouterr().err
