@@ -2,8 +2,9 @@
 unprivileged user, with limits.
 
 Each run is its own process tree in new namespaces (no network, its own PIDs, no view of the host's processes),
-sees only ``/usr`` (read-only) and a fresh private folder and ``/tmp``, runs as ``nobody`` (so the per-user
-process limit holds: a fork bomb stops at ``NPROC``), under an address-space limit, a CPU-time limit, a file
+sees only ``/usr`` (read-only) and a fresh private folder and ``/tmp``, runs as ``nobody`` when ablate runs as
+root (else as the user, in a user namespace), with at most ``nproc`` processes more than that user has (a fork
+bomb stops there), under an address-space limit, a CPU-time limit, a file
 size limit and a wall-clock limit after which its whole tree is killed. Whatever it does, the caller gets an
 ``Outcome``: how many of the tests passed and, when not all did, why (timeout, memory, crash, no code, ...).
 
@@ -83,8 +84,28 @@ def missing_reason() -> str | None:
     return None
 
 
-def _argv(folder: str, limits: Limits) -> list[str]:
-    rl = [f"--as={limits.memory_mb << 20}", f"--cpu={limits.cpu_s}", f"--nproc={limits.nproc}",
+def sandbox_uid() -> int:
+    """``nobody`` when ablate runs as root (it can switch); otherwise the user's own id, in a user namespace."""
+    return NOBODY if os.geteuid() == 0 else os.geteuid()
+
+
+def _processes_of(uid: int) -> int:
+    """How many processes ``uid`` has now: RLIMIT_NPROC counts them all, so the sandbox's own allowance is added
+    to them (a user's shell and editor must not use up a fork bomb's budget, nor another sandbox's)."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    n += any(ln.startswith("Uid:") and ln.split()[1] == str(uid) for ln in f)
+            except OSError:
+                pass
+    return n
+
+
+def _argv(folder: str, limits: Limits, uid: int) -> list[str]:
+    nproc = _processes_of(uid) + limits.nproc
+    rl = [f"--as={limits.memory_mb << 20}", f"--cpu={limits.cpu_s}", f"--nproc={nproc}",
           f"--fsize={limits.file_mb << 20}", "--core=0"]  # fmt: skip
     return ["prlimit", *rl, "--", "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1",
             "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
@@ -99,13 +120,14 @@ def run_tests(solution: str, tests: list[str], limits: Limits | None = None) -> 
     t0 = time.perf_counter()
     folder = tempfile.mkdtemp(prefix="ablate-sandbox-")
     try:
-        os.chown(folder, NOBODY, NOBODY)
+        uid = sandbox_uid()
+        os.chown(folder, uid, uid if uid == NOBODY else os.getegid())
         with open(os.path.join(folder, "main.py"), "w") as f:
             f.write(f"SOLUTION = {solution!r}\nTESTS = {list(tests)!r}\n{_HARNESS}")
         token = secrets.token_hex(16)
-        proc = subprocess.Popen(_argv(folder, limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, user=NOBODY, group=NOBODY, extra_groups=[],
-                                start_new_session=True, cwd=folder)  # fmt: skip
+        who = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if uid == NOBODY else {}
+        proc = subprocess.Popen(_argv(folder, limits, uid), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True, cwd=folder, **who)  # fmt: skip
         try:
             out, err = proc.communicate(token.encode() + b"\n", timeout=limits.wall_s)
         except subprocess.TimeoutExpired:
