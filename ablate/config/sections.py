@@ -128,7 +128,11 @@ def check_optim(cfg) -> None:
 def check_rollout(cfg) -> None:
     r = cfg.rollout
     _positive("rollout.temperature", r.temperature)
-    _positive("rollout.eval_temperature", r.eval_temperature)
+    if r.eval_temperature < 0:
+        _fail("rollout.eval_temperature", r.eval_temperature, "must be > 0 (sampled), or 0 (greedy)")
+    if r.eval_temperature == 0 and r.eval_samples > 1:
+        _fail("rollout.eval_samples", r.eval_samples, "rollout.eval_temperature=0 is greedy: one answer per "
+              "prompt, the same every time; set rollout.eval_samples=1")  # fmt: skip
     if not 0 < r.top_p <= 1:
         _fail("rollout.top_p", r.top_p, "must be in (0, 1]")
     _at_least("rollout.max_response_length", r.max_response_length, 1)

@@ -85,3 +85,30 @@ def test_code_tasks_refuse_the_tiny_model_and_an_unknown_eval_split(capsys, tmp_
     assert "task=code needs a real model" in capsys.readouterr().err
     assert main(["mode=train", "task=code", "model=smollm2", "task.eval_split=mbpp"]) == 2
     assert "task.eval_split='mbpp'" in capsys.readouterr().err
+
+
+@needs_sandbox
+def test_a_step_records_why_completions_failed(monkeypatch):
+    """The scorer of a code trial: rewards from the tests, and the step's code/<outcome>_frac from the reasons
+    (one passing, one looping, one without code: a third each), taken once."""
+    import torch
+
+    from ablate.trainer import rewards
+    from ablate.trainer.rollout import RolloutBatch
+    from ablate.trainer.scorer import RolloutScorer
+
+    monkeypatch.setattr(rewards, "SANDBOX_LIMITS", sandbox.Limits(wall_s=2, cpu_s=1))
+    texts = ["```python\ndef f(x):\n    return x + 1\n```", "```python\ndef f(x):\n    while True: pass\n```", "no"]
+    tok = type("Tok", (), {"decode_batch": lambda self, seqs: [texts[s[0]] for s in seqs]})()
+    cfg = compose(["task=code", "model=smollm2"])
+    task = type("T", (), {"format_open": "```python\n", "format_close": "```"})()
+    scorer = RolloutScorer(cfg, tok, task, "cpu")
+    rb = RolloutBatch(torch.zeros(3, 1, dtype=torch.long), torch.ones(3, 1, dtype=torch.long),
+                      torch.tensor([[0], [1], [2]]), torch.ones(3, 1), torch.zeros(3, 1), torch.zeros(3, dtype=torch.bool))  # fmt: skip
+    p = Problem("", "", columns={"tests": ["assert f(1) == 2"], "entry_point": "f"})
+    r, c = scorer.verify(rb, [0, 1, 2], [p, p, p])
+    assert r.tolist() == [1.0, 0.0, 0.0] and c.tolist() == [1.0, 0.0, 0.0]
+    parts = scorer.take_parts()
+    assert parts["code/ok_frac"] == parts["code/no_code_frac"] == pytest.approx(1 / 3)
+    assert parts["code/timeout_frac"] + parts["code/killed_frac"] == pytest.approx(1 / 3)
+    assert scorer.take_parts() == {}

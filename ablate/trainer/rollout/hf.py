@@ -88,12 +88,15 @@ def _sample(model, prompt_ids, prompt_mask, params: SamplingParams, eos_id: int,
     alive = []
     for t in range(params.max_new_tokens):
         logits = logits.float()
-        probs = filter_top_p(
-            torch.softmax(logits / params.temperature if params.temperature != 1.0 else logits, dim=-1),
-            params.top_p,
-        )
-        tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
-        lp = torch.log(probs.gather(-1, tok.unsqueeze(-1)).squeeze(-1))
+        if params.temperature == 0:  # greedy (evals only, rollout.eval_temperature=0): the one answer, prob 1
+            tok, lp = logits.argmax(-1), torch.zeros(N, device=device)
+        else:
+            probs = filter_top_p(
+                torch.softmax(logits / params.temperature if params.temperature != 1.0 else logits, dim=-1),
+                params.top_p,
+            )
+            tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
+            lp = torch.log(probs.gather(-1, tok.unsqueeze(-1)).squeeze(-1))
         alive.append(~finished)
         tok = torch.where(finished, torch.full_like(tok, pad_id), tok)
         tokens.append(tok)
