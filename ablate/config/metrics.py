@@ -57,14 +57,26 @@ def reward_metrics(refs) -> tuple[str, ...]:
     return tuple(f"eval/{m}" for m in per_step) + per_step
 
 
-def validate_metric(metric: str, eval_every: int | None = None, rewards=()) -> None:
-    """sweep.metric must be one a trial records (``rewards``: task.rewards, whose functions add theirs; None:
-    not known yet); an
-    eval metric needs evals (``eval_every`` > 0). Checked before launch: a typo here would otherwise run the
-    whole sweep and then report every row as empty."""
-    if rewards is None and re.fullmatch(r"(eval/)?reward/[^/]+/(mean|none_frac)", str(metric)):
-        return  # a reward function's metric, checked against each trial's task.rewards once they are composed
-    known = METRICS + reward_metrics(rewards or ())
+CODE_OUTCOMES = ("ok", "failed", "error", "timeout", "killed", "memory", "no_code", "no_result")
+_CONFIG_DEPENDENT = re.compile(r"(eval/)?reward/[^/]+/(mean|none_frac)|eval/pass@\d+|(eval/)?code/\w+_frac")
+
+
+def trial_metrics(cfg) -> tuple[str, ...]:
+    """The metrics a trial of ``cfg`` adds to METRICS: its reward functions', its pass@k, its code outcomes."""
+    t = cfg.task
+    code = tuple(f"code/{o}_frac" for o in CODE_OUTCOMES) if t.verifier == "code" and not t.rewards else ()
+    return (reward_metrics(t.rewards) + tuple(f"eval/pass@{k}" for k in cfg.rollout.eval_pass_k)
+            + code + tuple(f"eval/{m}" for m in code))  # fmt: skip
+
+
+def validate_metric(metric: str, eval_every: int | None = None, extra=()) -> None:
+    """sweep.metric must be one a trial records (``extra``: trial_metrics(cfg) of its config; None: not known
+    yet, so a config-dependent name passes until each trial is composed); an eval metric needs evals
+    (``eval_every`` > 0). Checked before launch: a typo here would otherwise run the whole sweep and then report
+    every row as empty."""
+    if extra is None and _CONFIG_DEPENDENT.fullmatch(str(metric)):
+        return
+    known = METRICS + tuple(extra or ())
     if metric not in known:
         import difflib
 

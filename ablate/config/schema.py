@@ -57,6 +57,9 @@ class RolloutConfig:
     max_response_length: int = 10
     eval_temperature: float = 1.0  # sampled pass@1 (greedy hides how sharp the policy is); 0: greedy accuracy
     eval_samples: int = 4  # samples per eval prompt
+    eval_pass_k: list[int] = field(
+        default_factory=list
+    )  # also record eval/pass@k (unbiased, k <= eval_samples)
     # one_step: step t+1's rollouts are generated (by a copy of the policy before step t's update, in a second
     # thread) while step t updates: one step off-policy, the loss's ratio taken to that generating policy
     overlap: str = "off"  # off | one_step

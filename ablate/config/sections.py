@@ -137,6 +137,13 @@ def check_rollout(cfg) -> None:
         _fail("rollout.top_p", r.top_p, "must be in (0, 1]")
     _at_least("rollout.max_response_length", r.max_response_length, 1)
     _at_least("rollout.eval_samples", r.eval_samples, 1)
+    for k in r.eval_pass_k:
+        if not 1 <= k <= r.eval_samples:
+            _fail(
+                "rollout.eval_pass_k",
+                list(r.eval_pass_k),
+                f"each k in [1, rollout.eval_samples={r.eval_samples}]",
+            )
     _fraction("rollout.gpu_memory_utilization", r.gpu_memory_utilization)
     _one_of("rollout.overlap", r.overlap, ("off", "one_step"))
     if r.overlap == "one_step":

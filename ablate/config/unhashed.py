@@ -35,7 +35,7 @@ HASHED_WHEN_SET = {
         "reward_fingerprint": "",
     },
     "model": {"autocast": "none"},
-    "rollout": {"overlap": "off"},
+    "rollout": {"overlap": "off", "eval_pass_k": []},
     "train": {"logprob_tokens_per_chunk": 0, "mini_batch_prompts": 0},
     "algo": {
         "ratio_level": "token",

@@ -29,6 +29,7 @@ from ablate.config import (
 )
 from ablate.config.claims import validate_claims
 from ablate.config.inert import refuse_inert
+from ablate.config.metrics import trial_metrics
 from ablate.config.unhashed import UNHASHED, drop_unset
 from ablate.sweep import relative
 from ablate.sweep.task_inputs import stamp_task_inputs
@@ -196,7 +197,7 @@ def _check_statistics(cfg: DictConfig, spec, variants: dict, seeds: list[int], a
     validate_claims(
         OmegaConf.to_object(spec.claims), list(variants), spec.baseline, st.sesoi, list(spec.axes)
     )
-    validate_metric(spec.metric, rewards=None)  # the sweep's overrides may add reward functions
+    validate_metric(spec.metric, extra=None)  # the sweep's overrides may add reward functions, pass@k
     if not auto:
         return None
     validate_auto_seeds(st)
@@ -249,7 +250,7 @@ def _compose_variant(composer: Composer, cfg: DictConfig, spec, name: str, ovs, 
         stamp_task_inputs(base)
         if not cfg.ray.address:  # the embedded Ray runs it here
             check_runs_here(base)
-        validate_metric(spec.metric, base.train.eval_every, base.task.rewards)
+        validate_metric(spec.metric, base.train.eval_every, trial_metrics(base))
     except ConfigError as e:
         raise ConfigError(f"sweep {spec.name!r}, variant {name!r}: {e}") from None
     return base

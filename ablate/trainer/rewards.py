@@ -11,6 +11,7 @@ import re
 import threading
 from dataclasses import dataclass
 
+from ablate.config.metrics import CODE_OUTCOMES as METRIC_OUTCOMES
 from ablate.registry import Registry
 from ablate.trainer.tasks import Problem
 from ablate.trainer.timeouts import call_with_timeout
@@ -138,8 +139,8 @@ def verify_code(text: str, problem: Problem, open_: str = "```python\n", close: 
 SANDBOX_LIMITS = None  # the sandbox's defaults (ablate.trainer.sandbox.Limits); run_tests takes None as them
 
 
-# what a code verdict's reason is counted as (sandbox.Outcome.reason, or "no code")
-CODE_OUTCOMES = ("ok", "failed", "error", "timeout", "killed", "memory", "no code", "no result")
+# what a code verdict's reason is counted as (sandbox.Outcome.reason, or "no code"), as its metric names it
+CODE_OUTCOMES = tuple(o.replace("_", " ") for o in METRIC_OUTCOMES)
 
 
 def reason_shares(reasons: list[str]) -> dict[str, float]:

@@ -98,7 +98,11 @@ def test_a_step_records_why_completions_failed(monkeypatch):
     from ablate.trainer.scorer import RolloutScorer
 
     monkeypatch.setattr(rewards, "SANDBOX_LIMITS", sandbox.Limits(wall_s=2, cpu_s=1))
-    texts = ["```python\ndef f(x):\n    return x + 1\n```", "```python\ndef f(x):\n    while True: pass\n```", "no"]
+    texts = [
+        "```python\ndef f(x):\n    return x + 1\n```",
+        "```python\ndef f(x):\n    while True: pass\n```",
+        "no",
+    ]
     tok = type("Tok", (), {"decode_batch": lambda self, seqs: [texts[s[0]] for s in seqs]})()
     cfg = compose(["task=code", "model=smollm2"])
     task = type("T", (), {"format_open": "```python\n", "format_close": "```"})()
