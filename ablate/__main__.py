@@ -65,6 +65,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    except Exception as e:  # a full disk, wherever it surfaced (the store, a report, Tune's own files)
+        from ablate.sweep.errors import disk_full_line
+
+        line = disk_full_line(e)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 1
 
 
 def _answer_without_config(argv: list[str]) -> int | None:

@@ -27,12 +27,25 @@ class CorruptMetrics(ValueError):
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """``path`` holds ``text`` whole or is unchanged: written beside, then renamed over. A failed write (a full
+    disk) leaves no temporary file behind and names ``path`` in its error."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _named(e, path) from None
+
+
+def _named(e: OSError, path: Path) -> OSError:
+    """``e`` with the store file it was writing (a failed write() says no file name)."""
+    if e.filename is None:
+        e.filename = str(path)
+    return e
 
 
 def _clean(value):
@@ -57,15 +70,28 @@ class MetricsWriter:
         self.count = 0
 
     def write(self, record: dict) -> None:
-        self.f.write(json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
-        self.f.flush()
+        try:
+            self.f.write(json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
+            self.f.flush()
+        except OSError as e:
+            raise _named(e, self.path) from None
         self.count += 1
 
     def close(self) -> None:
         if not self.f.closed:
-            self.f.flush()
-            os.fsync(self.f.fileno())
+            try:
+                self.f.flush()
+                os.fsync(self.f.fileno())
+            except OSError as e:
+                raise _named(e, self.path) from None
+            finally:
+                self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        try:
             self.f.close()
+        except OSError:  # the flush inside close() fails again on a full disk: the error above says it
+            pass
 
 
 def read_metrics(path: Path) -> list[dict]:
