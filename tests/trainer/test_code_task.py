@@ -116,3 +116,14 @@ def test_a_step_records_why_completions_failed(monkeypatch):
     assert parts["code/ok_frac"] == parts["code/no_code_frac"] == pytest.approx(1 / 3)
     assert parts["code/timeout_frac"] + parts["code/killed_frac"] == pytest.approx(1 / 3)
     assert scorer.take_parts() == {}
+
+
+def test_every_node_of_a_cluster_is_checked_for_the_sandbox():
+    from omegaconf import OmegaConf
+
+    from ablate.sweep.node_check import SANDBOX, _look, required_paths
+
+    need = required_paths([OmegaConf.to_yaml(compose(["task=code", "model=smollm2"]))])
+    assert need[SANDBOX] == "task.verifier=code"
+    expect = [] if sandbox.missing_reason() is None else [SANDBOX]
+    assert _look([SANDBOX])["missing"] == expect  # what a node answers, run here
