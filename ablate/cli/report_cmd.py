@@ -16,9 +16,9 @@ REPORT_HELP = (
 
 Writes the report of a run from its store alone (offline, regenerable): report.md, report.html, table.csv,
 claims.csv / trend.csv / anova.csv where the sweep has them, trials.csv, table.tex, manifest.json and figures,
-into reports/<sweep>/<run_id>/ (or DIR/<sweep>/<run_id>/).
+into reports/<sweep>/<run_id>/ beside the run's runs folder (or DIR/<sweep>/<run_id>/).
   runs/<sweep>/<run_id>   the run; runs/<sweep> lists the runs of a sweep
-  reports_dir=DIR    where reports go (default: reports)
+  reports_dir=DIR    where reports go (default: beside the run's runs folder: runs -> reports, NAME -> NAME-reports)
   figures=false      skip the PNG figures (faster)"""
 )
 
@@ -52,9 +52,9 @@ def run_report(args: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    if not opts["reports_dir"]:  # next to the run's own runs/ folder, whatever the current directory
-        where = Path(run).resolve()
-        opts["reports_dir"] = str((where.parents[2] if len(where.parents) > 2 else Path.cwd()) / "reports")
+    from ablate.config.outputs import reports_root, store_runs_dir
+
+    opts["reports_dir"] = str(reports_root(store_runs_dir(run), opts["reports_dir"]))  # beside the store
     from ablate.api import read_plan
 
     try:
@@ -83,7 +83,9 @@ def run_report_mode(cfg) -> int:
         read_plan(cfg.report_path)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    out = write_report(cfg.report_path, cfg.reports_dir)
+    from ablate.config.outputs import reports_root, store_runs_dir
+
+    out = write_report(cfg.report_path, reports_root(store_runs_dir(cfg.report_path), cfg.reports_dir))
     print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
     return 0
 

@@ -32,13 +32,21 @@ def validate_launch(cfg) -> None:
             _fail("rollout.backend", "vllm", problem)
     _check_retries_and_seeds(cfg)
     for key in OUTPUTS[cfg.mode]:
-        check_writable(key, cfg[key])
+        check_writable(key, cfg[key] if key == "runs_dir" else _report_root(cfg))
 
 
 OUTPUTS = {"sweep": ("runs_dir", "reports_dir"), "train": ("runs_dir",), "report": ("reports_dir",)}
 
 
-def check_writable(key: str, path: str) -> None:
+def _report_root(cfg) -> Path:
+    from ablate.config.outputs import reports_root, store_runs_dir
+
+    if cfg.mode == "report" and cfg.report_path and os.path.isdir(cfg.report_path):
+        return reports_root(store_runs_dir(cfg.report_path), cfg.reports_dir)
+    return reports_root(cfg.runs_dir, cfg.reports_dir)
+
+
+def check_writable(key: str, path) -> None:
     """An output folder this run will write: found unwritable before launch (dry runs too), in one line, not
     as a traceback from the store, or after the whole sweep for the report."""
     import tempfile

@@ -287,7 +287,9 @@ class Config:
     run_id: str | None = None  # default: stable hash of the sweep and its configs
     fresh: bool = False  # start a new run_id instead of resuming
     runs_dir: str = "runs"
-    reports_dir: str = "reports"
+    reports_dir: str = (
+        ""  # '': beside runs_dir (runs -> reports, NAME -> NAME-reports: ablate/config/outputs.py)
+    )
     report_path: str | None = None  # mode=report: runs/<sweep>/<run_id>
     logger: str = "none"  # none | wandb
     progress: bool = True

@@ -91,3 +91,6 @@ def test_a_full_disk_ends_a_sweep_in_one_line_and_the_same_command_resumes(small
     assert again.returncode == 0, again.stderr[-2000:]
     (run,) = (small_disk / "runs" / "smoke").iterdir()
     assert set(statuses(run).values()) == {"done"}
+    # the report beside the store it reads, not in the folder the command ran in
+    assert (small_disk / "reports" / "smoke" / run.name / "report.md").is_file()
+    assert not (tmp_path / "reports").exists()
