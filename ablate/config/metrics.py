@@ -57,7 +57,17 @@ def reward_metrics(refs) -> tuple[str, ...]:
     return tuple(f"eval/{m}" for m in per_step) + per_step
 
 
-CODE_OUTCOMES = ("ok", "failed", "error", "timeout", "killed", "memory", "no_code", "no_result")
+CODE_OUTCOMES = (
+    "ok",
+    "failed",
+    "error",
+    "timeout",
+    "killed",
+    "memory",
+    "output_too_long",
+    "no_code",
+    "no_result",
+)
 _CONFIG_DEPENDENT = re.compile(r"(eval/)?reward/[^/]+/(mean|none_frac)|eval/pass@\d+|(eval/)?code/\w+_frac")
 
 

@@ -34,6 +34,7 @@ from ablate.config.schema import ConfigError
 SIGNATURES = ("trl", "verl")
 _TRL_NAMES = {"prompts", "completions"}
 _VERL_NAMES = {"data_source", "solution_str", "ground_truth"}
+_VERL_ARGS = ("data_source", "solution_str", "ground_truth", "extra_info")
 
 
 class RewardError(RuntimeError):
@@ -166,11 +167,16 @@ def fingerprint(refs: list[str]) -> str:
 
 
 # ---- calling ---------------------------------------------------------------------------------------------
-def call(ref: str, signature: str, batch: RewardBatch) -> list[float | None]:
-    """One function on one batch -> a reward (or None) per completion; RewardError with the sample otherwise."""
+def call(ref: str, signature: str, batch: RewardBatch, planned: str = "") -> list[float | None]:
+    """One function on one batch -> a reward (or None) per completion; RewardError with the sample otherwise.
+    ``planned``: the fingerprint of ``ref`` the trial started with; a file edited mid-trial stops it."""
+    if planned and fingerprint([ref]) != planned:
+        raise RewardError(f"reward {ref}: its file changed while the trial ran (planned {planned}, now "
+                          f"{fingerprint([ref])}); rerun the command to plan it anew")  # fmt: skip
     fn = load(ref)  # imported once per process and contents (_import_file)
     if signature == "verl":
-        return [_verl_one(fn, ref, batch, i) for i in range(len(batch.completions))]
+        by_name = _verl_by_name(fn)
+        return [_verl_one(fn, ref, batch, i, by_name) for i in range(len(batch.completions))]
     try:
         out = fn(**_trl_kwargs(fn, batch))
     except Exception as e:
@@ -197,11 +203,18 @@ def _trl_kwargs(fn, batch: RewardBatch) -> dict:
     return {k: v for k, v in given.items() if k in params}
 
 
-def _verl_one(fn, ref: str, batch: RewardBatch, i: int) -> float | None:
+def _verl_by_name(fn) -> bool:
+    """verl passes its arguments by name: so does ablate where the function takes all four names."""
+    params = inspect.signature(fn).parameters
+    return _VERL_NAMES <= set(params) and ("extra_info" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()))  # fmt: skip
+
+
+def _verl_one(fn, ref: str, batch: RewardBatch, i: int, by_name: bool) -> float | None:
     row = batch.columns[i]
     extra = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else dict(row)
+    args = (row.get("data_source", batch.data_source), batch.completions[i], batch.answers[i], extra)
     try:
-        out = fn(row.get("data_source", batch.data_source), batch.completions[i], batch.answers[i], extra)
+        out = fn(**dict(zip(_VERL_ARGS, args, strict=True))) if by_name else fn(*args)
     except Exception as e:
         raise RewardError(
             f"reward {ref} raised {_exc(e)} on {_sample(batch, i)}\n{traceback.format_exc()}"
@@ -238,6 +251,7 @@ class UserRewards:
         self.weights = [float(w) for w in t.reward_weights] or [1.0] * len(self.refs)
         self.signatures = [signature_of(load(r), t.reward_signature, r) for r in self.refs]
         self.names = reward_names(self.refs)
+        self.planned = {r: fingerprint([r]) for r in self.refs}  # each file as the trial found it
         self.timeout, self.scale, self.above = (
             float(t.reward_timeout),
             float(t.reward_scale),
@@ -259,11 +273,11 @@ class UserRewards:
 
     def _call(self, ref: str, sig: str, batch: RewardBatch) -> list[float | None]:
         if self.timeout <= 0:
-            return call(ref, sig, batch)
+            return call(ref, sig, batch, self.planned[ref])
         from ablate.trainer.timeouts import call_with_timeout
 
         try:
-            return call_with_timeout(call, (ref, sig, batch), self.timeout)
+            return call_with_timeout(call, (ref, sig, batch, self.planned[ref]), self.timeout)
         except TimeoutError:
             raise RewardError(f"reward {ref} ran over task.reward_timeout={self.timeout:g} s on a batch of "
                               f"{len(batch.completions)} completions (first: {_sample(batch, 0)})") from None  # fmt: skip

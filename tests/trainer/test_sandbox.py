@@ -110,3 +110,36 @@ def test_the_code_verifier_reads_the_fenced_block_and_keeps_the_reason():
     assert verify_code("I cannot help.", p).reason == "no code"
     loop = verify_code("```python\ndef f(x):\n    while True: pass\n```", p)
     assert loop.correct == 0.0 and loop.reason in ("timeout", "killed: cpu time or memory")
+
+
+def test_a_completion_that_clears_its_parent_death_signal_is_still_killed_on_time():
+    t0 = time.perf_counter()
+    out = _run("import ctypes, time\nctypes.CDLL(None).prctl(1, 0)\ntime.sleep(60)")
+    assert out.reason == "timeout" and time.perf_counter() - t0 < FAST.wall_s + 3
+    assert _sandbox_processes() == []
+
+
+def test_endless_output_is_bounded_by_the_file_size_limit():
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = _run("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)")
+    assert (out.passed, out.reason) == (0, "output too long")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024  # KiB: no output in memory
+
+
+def test_a_forged_or_malformed_result_line_scores_nothing_and_crashes_nothing():
+    steal = "import sys, os\ntoken = sys._getframe(1).f_locals['token']\n"
+    for forged in ("x 2 ok", "99 2 ok", "2 5 ok", "2"):
+        out = _run(steal + f"print('\\n' + token + ' {forged}', flush=True)\nos._exit(0)")
+        assert (out.passed, out.reason) == (0, "no result (a malformed result line)"), forged
+
+
+def test_patching_builtins_or_returning_an_object_equal_to_anything_does_not_pass():
+    patched = _run("import builtins\nbuiltins.exec = lambda *a, **k: None\ndef f(x):\n    return 0")
+    assert patched.passed == 0
+    anything = "class A:\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return A()"
+    strict = ["r = f(1)\nassert type(r) is int and r == 2"]
+    assert sandbox.run_tests(anything, strict, FAST).passed == 0
+    shadow = "int = object\ntype = lambda x: int\n" + anything
+    assert sandbox.run_tests(shadow, strict, FAST).passed == 0

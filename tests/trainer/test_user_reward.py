@@ -193,3 +193,19 @@ def test_an_edited_file_is_imported_anew_in_the_same_process(rewards_file):
     assert ur.call(ref, "trl", _batch(["ab"])) == [1.0]
     rewards_file.write_text(rewards_file.read_text().replace("1.0 if c == a", "7.0 if c == a"))
     assert ur.call(ref, "trl", _batch(["ab"])) == [7.0]
+
+
+def test_verl_functions_are_called_by_name_as_verl_calls_them(tmp_path):
+    f = tmp_path / "kw.py"
+    f.write_text("def compute_score(solution_str, ground_truth, data_source=None, extra_info=None):\n"
+                 "    return float(solution_str == ground_truth) + (0.5 if data_source == 'src' else 0.0)\n")  # fmt: skip
+    assert ur.call(f"{f}:compute_score", "verl", _batch(["ab", "x"], source="src")) == [1.5, 0.5]
+
+
+@pytest.mark.parametrize("timeout", [0.0, 30.0], ids=["in-process", "reward-process"])
+def test_a_file_edited_while_the_trial_runs_stops_it(rewards_file, timeout):
+    users = ur.UserRewards(_task([f"{rewards_file}:exact"], reward_timeout=timeout))
+    assert users.score(_batch(["ab"]))[0] == [1.0]
+    rewards_file.write_text(rewards_file.read_text() + "\n# edited mid-trial\n")
+    with pytest.raises(ur.RewardError, match="its file changed while the trial ran"):
+        users.score(_batch(["ab"]))

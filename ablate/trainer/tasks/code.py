@@ -51,8 +51,10 @@ def generated_problem(r: random.Random) -> Problem:
     ns: dict = {}
     exec(reference, ns)  # our own template, not a completion
     inputs = [make(r) for _ in range(N_TESTS)]
-    tests = [f"assert {name}({x!r}) == {ns[name](x)!r}" for x in inputs]
-    prompt = PROMPT.format(signature=sig, description=desc.replace(arg, f"`{arg}`", 1) if arg else desc)
+    # strict: the builtin type too, so an object equal to anything does not pass
+    tests = [f"r = {name}({x!r})\nassert type(r) is {type(e).__name__} and r == {e!r}" for x in inputs
+             for e in [ns[name](x)]]  # fmt: skip
+    prompt = PROMPT.format(signature=sig, description=re.sub(rf"\b{arg}\b", f"`{arg}`", desc, count=1))
     return Problem(prompt, reference, columns={"tests": tests, "entry_point": name, "source": "generated"})
 
 
@@ -89,23 +91,29 @@ def humaneval(limit: int) -> list[Problem]:
     return out
 
 
-_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|$)", re.S)
+_BLOCK = re.compile(r"```[\w+.-]*[ \t]*\n(.*?)(?:```|$)", re.S)  # any fence label: python, Python, py3, ...
 
 
 def extract_code(text: str, problem: Problem) -> str | None:
-    """The completion's code: its last fenced block that defines the entry point (else its last block, else the
-    text itself when it defines it); HumanEval's stub is prepended when the code lacks the ``def`` (a body)."""
+    """The completion's code: its last fenced block that defines the entry point (else the text itself when it
+    does, else its last block). HumanEval's stub comes first: a bare body completes it, and a whole function
+    replaces the stub's own while the stub's imports and helper functions stay defined."""
     entry = problem.columns.get("entry_point", "")
     blocks = [b for b in _BLOCK.findall(text) if b.strip()]
     defining = [b for b in blocks if f"def {entry}" in b]
-    code = defining[-1] if defining else blocks[-1] if blocks else text if f"def {entry}" in text else None
+    if defining:
+        code = defining[-1]
+    elif f"def {entry}" in text and not blocks:
+        code = text
+    else:
+        code = blocks[-1] if blocks else None
     if code is None:
         return None
     stub = problem.columns.get("stub")
     if stub and f"def {entry}" not in code:
-        code = stub + code
-    elif stub:  # the stub's imports (from typing import List) before the model's function
-        code = "".join(ln + "\n" for ln in stub.splitlines() if ln.startswith(("import ", "from "))) + code
+        return stub + code
+    if stub:
+        return stub + "    pass\n\n" + code
     return code
 
 
