@@ -6,6 +6,7 @@ import sys
 import time
 
 from ablate.cli.guard import absurd_reason, estimate_trial_seconds, refuse_absurd
+from ablate.config.outputs import reports_root
 from ablate.timeline import mark
 
 
@@ -54,7 +55,7 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     run = run_dir(cfg.runs_dir, plan.sweep, plan.run_id)
     # Imported only now (pandas, scipy, statsmodels, matplotlib: ~1.7 s on 2 cores): before Ray starts it
     # delayed the first trial by as much.
-    from ablate.report.render import reports_root, write_report
+    from ablate.report.render import write_report
 
     out = write_report(run, reports_root(cfg.runs_dir, cfg.reports_dir))  # beside the store unless given
     mark("driver: report written")

@@ -7,6 +7,7 @@ what it records, so this list and the trainer cannot drift apart.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from ablate.config.checks import _fail
 
@@ -44,10 +45,12 @@ METRICS = EVAL_METRICS + STEP_METRICS
 
 def reward_names(refs) -> list[str]:
     """Each of your reward functions' name in the metrics (``reward/<name>/mean``); a repeated name gets _2, _3."""
-    names: list[str] = []
+    seen: Counter = Counter()
+    names = []
     for ref in refs:
         base = str(ref).rpartition(":")[2]
-        names.append(base if base not in names else f"{base}_{sum(n.startswith(base) for n in names) + 1}")
+        seen[base] += 1
+        names.append(base if seen[base] == 1 else f"{base}_{seen[base]}")
     return names
 
 

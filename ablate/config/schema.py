@@ -57,9 +57,8 @@ class RolloutConfig:
     max_response_length: int = 10
     eval_temperature: float = 1.0  # sampled pass@1 (greedy hides how sharp the policy is); 0: greedy accuracy
     eval_samples: int = 4  # samples per eval prompt
-    eval_pass_k: list[int] = field(
-        default_factory=list
-    )  # also record eval/pass@k (unbiased, k <= eval_samples)
+    # also record eval/pass@k (unbiased, k <= eval_samples)
+    eval_pass_k: list[int] = field(default_factory=list)
     # one_step: step t+1's rollouts are generated (by a copy of the policy before step t's update, in a second
     # thread) while step t updates: one step off-policy, the loss's ratio taken to that generating policy
     overlap: str = "off"  # off | one_step
@@ -287,9 +286,8 @@ class Config:
     run_id: str | None = None  # default: stable hash of the sweep and its configs
     fresh: bool = False  # start a new run_id instead of resuming
     runs_dir: str = "runs"
-    reports_dir: str = (
-        ""  # '': beside runs_dir (runs -> reports, NAME -> NAME-reports: ablate/config/outputs.py)
-    )
+    # '': beside runs_dir (runs -> reports, NAME -> NAME-reports: ablate/config/outputs.py)
+    reports_dir: str = ""
     report_path: str | None = None  # mode=report: runs/<sweep>/<run_id>
     logger: str = "none"  # none | wandb
     progress: bool = True

@@ -30,6 +30,12 @@ def _check_user_rewards(cfg) -> None:
         )
 
 
+def _needs_real_model(cfg) -> None:
+    if cfg.model.name == "tiny":
+        _fail("model", "tiny", f"task={cfg.task.name} needs a real model (the tiny one reads only the embedded "
+              "tasks' characters): model=smollm2, or model=hf model.name=<hub id or folder>")  # fmt: skip
+
+
 def _check_code_task(cfg) -> None:
     """task=code: its eval set, a verifier that runs code (or your rewards), a real model."""
     t = cfg.task
@@ -42,9 +48,7 @@ def _check_code_task(cfg) -> None:
             t.verifier,
             "task=code is scored by running its tests: task.verifier=code (or task.rewards)",
         )
-    if cfg.model.name == "tiny":
-        _fail("model", "tiny", "task=code needs a real model (the tiny one reads only the embedded tasks' "
-              "characters): model=smollm2, or model=hf model.name=<hub id or folder>")  # fmt: skip
+    _needs_real_model(cfg)
 
 
 def check_task(cfg) -> None:
@@ -103,6 +107,4 @@ def check_task(cfg) -> None:
     if t.name not in ("reverse", "arithmetic", "code"):
         if not 0 <= t.eval_fraction < 1:
             _fail("task.eval_fraction", t.eval_fraction, "must be in [0, 1): the share of the data held out")
-        if cfg.model.name == "tiny":
-            _fail("model", "tiny", f"task={t.name} needs a real model (the tiny one reads only the embedded tasks' "
-                  "characters): model=smollm2, or model=hf model.name=<hub id or folder>")  # fmt: skip
+        _needs_real_model(cfg)

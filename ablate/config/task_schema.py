@@ -17,15 +17,12 @@ class TaskConfig:
     rewards: list[str] = field(default_factory=list)
     reward_weights: list[float] = field(default_factory=list)  # one per function; empty: 1 each
     reward_signature: str = "auto"  # auto (from the parameter names) | trl | verl
-    reward_timeout: float = (
-        60.0  # seconds one function may take on one batch (a separate process); 0: in-process
-    )
-    correct_above: float = (
-        0.0  # with rewards: a sample counts as correct (positive_rate) when its reward is above
-    )
-    reward_fingerprint: str = (
-        ""  # set at launch: sha256 of the reward functions' source files (not a user setting)
-    )
+    # seconds one function may take on one batch (a separate process); 0: in-process
+    reward_timeout: float = 60.0
+    # with rewards: a sample counts as correct (positive_rate) when its weighted sum is above this
+    correct_above: float = 0.0
+    # set at launch: sha256 of the reward functions' source files (not a user setting)
+    reward_fingerprint: str = ""
     reward_scale: float = 1.0  # multiplies the whole reward (a scale GRPO's std division should cancel)
     format_weight: float = 0.0  # bonus for a well-formed answer, on top of correctness
     process_weight: float = 0.0  # per-position partial credit's share of the reward (0: outcome only)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablate.config.outputs import reports_root  # noqa: F401  (re-exported for the CLI)
 from ablate.report import plots
 from ablate.report.blocks import to_html, to_markdown
 from ablate.report.display import display_table

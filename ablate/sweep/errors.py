@@ -27,11 +27,8 @@ def disk_full_line(exc: BaseException) -> str | None:
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             path = str(exc.filename or "")
             where = next((p for p in (path, os.path.dirname(path)) if p and os.path.exists(p)), "")
-            free = (
-                f": {_size(shutil.disk_usage(where).free)} free of {_size(shutil.disk_usage(where).total)} there"
-                if where
-                else ""
-            )
+            usage = shutil.disk_usage(where) if where else None
+            free = f": {_size(usage.free)} free of {_size(usage.total)} there" if usage else ""
             return (f"no space left on the device writing {path or '(a file)'}{free}; free some space and rerun "
                     "the same command: finished trials are kept, the others run again")  # fmt: skip
         exc = exc.__cause__ or exc.__context__

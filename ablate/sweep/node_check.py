@@ -20,9 +20,8 @@ from ablate.trainer import packaged
 
 TIMEOUT_S = 120.0
 PACKAGE = "package:"  # a packaged model (model=smollm2): each node needs the package, not a path
-SANDBOX = (
-    "sandbox:bubblewrap"  # task=code: each node must be able to start the sandbox (ablate/trainer/sandbox.py)
-)
+# task=code: each node must be able to start the sandbox (ablate/trainer/sandbox.py)
+SANDBOX = "sandbox:bubblewrap"
 
 
 def required_paths(config_yamls: list[str]) -> dict[str, str]:

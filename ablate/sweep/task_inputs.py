@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from ablate.config.schema import ConfigError
-
 
 def stamp_task_inputs(cfg: DictConfig) -> None:
     stamp_local_data(cfg)
@@ -30,7 +28,8 @@ def stamp_local_data(cfg: DictConfig) -> None:
 
 def stamp_rewards(cfg: DictConfig) -> None:
     """Reward functions: file references made absolute, each imported here and its signature read (the
-    declared one checked), and their sources' fingerprint set in ``task.reward_fingerprint``."""
+    declared one checked), and their sources' fingerprint set in ``task.reward_fingerprint``. Their weights
+    were checked with the config (ablate/config/task_checks.py)."""
     from ablate.trainer import user_reward
 
     t = cfg.task
@@ -39,8 +38,5 @@ def stamp_rewards(cfg: DictConfig) -> None:
     refs = [user_reward.absolute_ref(r) for r in t.rewards]
     for ref in refs:
         user_reward.signature_of(user_reward.load(ref), t.reward_signature, ref)
-    if t.reward_weights and len(t.reward_weights) != len(refs):
-        raise ConfigError(f"task.reward_weights={list(t.reward_weights)}: one weight per function in "
-                          f"task.rewards ({len(refs)}), or none for 1 each")  # fmt: skip
     t.rewards = refs
     t.reward_fingerprint = user_reward.fingerprint(refs)

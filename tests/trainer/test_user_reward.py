@@ -209,3 +209,8 @@ def test_a_file_edited_while_the_trial_runs_stops_it(rewards_file, timeout):
     rewards_file.write_text(rewards_file.read_text() + "\n# edited mid-trial\n")
     with pytest.raises(ur.RewardError, match="its file changed while the trial ran"):
         users.score(_batch(["ab"]))
+
+
+def test_only_the_same_name_is_numbered():
+    """f, foo, f: the second f is f_2 (foo is not a repeat of f)."""
+    assert reward_names(["a.py:f", "b.py:foo", "c.py:f"]) == ["f", "foo", "f_2"]
