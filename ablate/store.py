@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ablate.config.metrics import SAMPLES_KEY  # noqa: F401  (the store names it: recorder, report)
+
 FINISHED = ("done", "diverged")  # outcomes: a rerun skips these; "failed" and "running" are rerun
 
 
@@ -123,6 +125,19 @@ class TrialPaths:
     @property
     def status(self) -> Path:
         return self.dir / "status.json"
+
+    @property
+    def samples(self) -> Path:
+        """A few eval samples per eval (prompt, completion, reward, reason), to read: rollout.eval_keep."""
+        return self.dir / "samples.jsonl"
+
+
+def read_samples(p: TrialPaths) -> list[dict]:
+    """The samples a trial kept ([] when none, or a torn last line: they are for reading, not for stats)."""
+    try:
+        return read_metrics(p.samples)
+    except (OSError, CorruptMetrics):
+        return []
 
 
 # ---- typed records: plan.json of a run, status.json of a trial --------------------------------------------

@@ -69,6 +69,8 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
         flush=True,
     )
     print(f"store: {store.trial_paths(run, 'train', int(cfg.seed)).dir}", flush=True)
+    if st.get("final_policy"):
+        print(f"policy: {st['final_policy']} (a Hugging Face folder, train.save_final)", flush=True)
     return 0 if status == "done" else 1
 
 

@@ -60,6 +60,10 @@ def reward_metrics(refs) -> tuple[str, ...]:
     return tuple(f"eval/{m}" for m in per_step) + per_step
 
 
+# Not a metric: the key under which an eval record carries the samples it kept (rollout.eval_keep); the store
+# files them in samples.jsonl, one line a sample with its step, so metrics.jsonl stays numbers.
+SAMPLES_KEY = "eval_samples"
+
 CODE_OUTCOMES = (
     "ok",
     "failed",
@@ -71,15 +75,35 @@ CODE_OUTCOMES = (
     "no_code",
     "no_result",
 )
-_CONFIG_DEPENDENT = re.compile(r"(eval/)?reward/[^/]+/(mean|none_frac)|eval/pass@\d+|(eval/)?code/\w+_frac")
+_SET = r"(eval/([A-Za-z][\w-]*/)?)"  # eval/ or a named eval set's eval/<set>/ (rollout.eval_sets)
+_CONFIG_DEPENDENT = re.compile(
+    rf"{_SET}?reward/[^/]+/(mean|none_frac)|{_SET}(pass|maj)@\d+|{_SET}?code/\w+_frac"
+    r"|eval/[A-Za-z][\w-]*/positive_rate"
+)
 
 
 def trial_metrics(cfg) -> tuple[str, ...]:
-    """The metrics a trial of ``cfg`` adds to METRICS: its reward functions', its pass@k, its code outcomes."""
+    """The metrics a trial of ``cfg`` adds to METRICS: its reward functions', its pass@k and maj@k, its code
+    outcomes."""
     t = cfg.task
     code = tuple(f"code/{o}_frac" for o in CODE_OUTCOMES) if t.verifier == "code" and not t.rewards else ()
     return (reward_metrics(t.rewards) + tuple(f"eval/pass@{k}" for k in cfg.rollout.eval_pass_k)
-            + code + tuple(f"eval/{m}" for m in code))  # fmt: skip
+            + tuple(f"eval/maj@{k}" for k in cfg.rollout.eval_maj_k)
+            + code + tuple(f"eval/{m}" for m in code) + _set_metrics(cfg))  # fmt: skip
+
+
+def _set_metrics(cfg) -> tuple[str, ...]:
+    """What each named eval set (rollout.eval_sets) adds: its positive rate, and its own eval metrics (pass@k,
+    maj@k, code outcomes, reward functions') under eval/<set>/."""
+    if not cfg.rollout.eval_sets:
+        return ()
+    from ablate.config.eval_sets import set_config
+
+    out: list[str] = []
+    for name in cfg.rollout.eval_sets:
+        own = [m for m in trial_metrics(set_config(cfg, name)) if m.startswith("eval/")]
+        out += [f"eval/{name}/positive_rate"] + [f"eval/{name}/{m.removeprefix('eval/')}" for m in own]
+    return tuple(out)
 
 
 def validate_metric(metric: str, eval_every: int | None = None, extra=()) -> None:

@@ -59,6 +59,14 @@ class RolloutConfig:
     eval_samples: int = 4  # samples per eval prompt
     # also record eval/pass@k (unbiased, k <= eval_samples)
     eval_pass_k: list[int] = field(default_factory=list)
+    # also record eval/maj@k: the majority answer of the first k of eval_samples (math and exact verifiers)
+    eval_maj_k: list[int] = field(default_factory=list)
+    # the first answer to this many eval prompts kept at each eval (samples.jsonl, the report's Samples)
+    eval_keep: int = 4
+    # more held-out sets scored at every eval, each under its name (ablate/config/eval_sets.py), e.g.
+    # {humaneval: {task: {eval_split: humaneval}, samples: 1, temperature: 0}}; typed Any so that a command
+    # line's dict replaces the default (a dict field would refuse its new keys)
+    eval_sets: Any = None
     # one_step: step t+1's rollouts are generated (by a copy of the policy before step t's update, in a second
     # thread) while step t updates: one step off-policy, the loss's ratio taken to that generating policy
     overlap: str = "off"  # off | one_step
@@ -188,6 +196,9 @@ class TrainConfig:
     # gs://, file://. Each trial keeps its own folder below it.
     checkpoint_dir: str = "checkpoints"
     checkpoint_keep: int = 2  # the newest N complete checkpoints are kept, older ones removed
+    # The trained policy kept as a Hugging Face folder, <checkpoint_dir>/<sweep>/<run>/<variant>/seed=<n>/final
+    # (ablate/trainer/final_policy.py), in model.dtype. Off for the embedded toys; the GPU preset turns it on.
+    save_final: bool = False
     fault_step: int = -1  # test hook: raise at this step (-1 = never; a retry resumed before it raises again)
     fault_seed: int = -1  # ... only for this seed (-1 = any)
     # test hook: at fault_step, hold this many GB (touched, 256 MB a second) instead of raising, so that a

@@ -8,6 +8,7 @@ imported inside the check: the trainer imports this package, and importing a con
 from __future__ import annotations
 
 from ablate.config.checks import _at_least, _fail, _fraction, _one_of, _positive
+from ablate.config.eval_sets import check_eval_sets
 from ablate.config.launch import _check_model_and_paths
 from ablate.config.task_checks import check_task
 
@@ -137,13 +138,22 @@ def check_rollout(cfg) -> None:
         _fail("rollout.top_p", r.top_p, "must be in (0, 1]")
     _at_least("rollout.max_response_length", r.max_response_length, 1)
     _at_least("rollout.eval_samples", r.eval_samples, 1)
-    for k in r.eval_pass_k:
-        if not 1 <= k <= r.eval_samples:
+    for key in ("eval_pass_k", "eval_maj_k"):
+        if any(not 1 <= k <= r.eval_samples for k in getattr(r, key)):
             _fail(
-                "rollout.eval_pass_k",
-                list(r.eval_pass_k),
+                f"rollout.{key}",
+                list(getattr(r, key)),
                 f"each k in [1, rollout.eval_samples={r.eval_samples}]",
             )
+    if r.eval_maj_k and (cfg.task.rewards or cfg.task.verifier not in ("exact", "math")):
+        what = (
+            "your reward functions (task.rewards)"
+            if cfg.task.rewards
+            else f"task.verifier={cfg.task.verifier}"
+        )
+        _fail("rollout.eval_maj_k", list(r.eval_maj_k), f"votes on extracted answers, which {what} do not "
+              "give: the exact and math verifiers do")  # fmt: skip
+    _at_least("rollout.eval_keep", r.eval_keep, 0)
     _fraction("rollout.gpu_memory_utilization", r.gpu_memory_utilization)
     _one_of("rollout.overlap", r.overlap, ("off", "one_step"))
     if r.overlap == "one_step":
@@ -170,9 +180,13 @@ def check_train(cfg) -> None:
     _one_of("train.parallel", tr.parallel, ["ddp", "fsdp"])
     _at_least("train.checkpoint_every", tr.checkpoint_every, 0)
     _at_least("train.checkpoint_keep", tr.checkpoint_keep, 1)
-    if tr.checkpoint_every > 0 and not tr.checkpoint_dir:
-        _fail("train.checkpoint_dir", tr.checkpoint_dir, "must be a folder or a URI when checkpoints are on")
-    if tr.checkpoint_every > 0 and "://" in tr.checkpoint_dir:
+    keeps = (
+        tr.checkpoint_every > 0 or tr.save_final
+    )  # the trial's folder there: checkpoints, the final policy
+    if keeps and not tr.checkpoint_dir:
+        what = "checkpoints are on" if tr.checkpoint_every > 0 else "train.save_final=true"
+        _fail("train.checkpoint_dir", tr.checkpoint_dir, f"must be a folder or a URI when {what}")
+    if keeps and "://" in tr.checkpoint_dir:
         _check_checkpoint_uri(tr.checkpoint_dir)
     if tr.world_size > 1:
         if tr.prompts_per_step % tr.world_size:
@@ -221,6 +235,7 @@ TRIAL_CHECKS = (
     check_rollout,
     check_train,
     check_task,
+    lambda cfg: check_eval_sets(cfg, (check_rollout, check_task)),  # each named eval set as the trial's own
     _check_model_and_paths,
     check_model,
     check_warmstart,

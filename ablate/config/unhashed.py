@@ -1,5 +1,5 @@
 """Keys that never change a trial's results: the warm-start cache's place, test hooks, checkpoints (where, how
-often, how many) and the declared model shape (read only by the memory planner). A sweep's config hash
+often, how many), the final policy kept or not and the declared model shape (read only by the memory planner). A sweep's config hash
 (ablate.sweep.plan) and a checkpoint's fingerprint (ablate.trainer.checkpoint) both leave them out, so a rerun
 that differs only in these keeps its finished trials and resumes its checkpoints."""
 
@@ -12,9 +12,11 @@ UNHASHED = {
         "checkpoint_every",
         "checkpoint_dir",
         "checkpoint_keep",
+        "save_final",
     ),
     "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
     "task": ("reward_timeout",),  # a reward that overruns fails the trial; one in time gives the same numbers
+    "rollout": ("eval_keep",),  # which samples are kept to read, not what is drawn or scored
 }
 
 # Keys added after stores existed: hashed only when set away from their default (the schema's, in
@@ -35,7 +37,7 @@ HASHED_WHEN_SET = {
         "reward_fingerprint": "",
     },
     "model": {"autocast": "none"},
-    "rollout": {"overlap": "off", "eval_pass_k": []},
+    "rollout": {"overlap": "off", "eval_pass_k": [], "eval_maj_k": [], "eval_sets": None},
     "train": {"logprob_tokens_per_chunk": 0, "mini_batch_prompts": 0},
     "algo": {
         "ratio_level": "token",

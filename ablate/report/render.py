@@ -12,6 +12,7 @@ from ablate.report.blocks import to_html, to_markdown
 from ablate.report.display import display_table
 from ablate.report.manifest import manifest
 from ablate.report.run_info import describe_run, trial_config
+from ablate.report.samples import eval_sets_table, samples_table
 from ablate.report.sections import report_blocks
 from ablate.stats.anova import factorial_anova
 from ablate.stats.health import health_table, refuted_settings
@@ -64,6 +65,10 @@ def build(run: Path) -> dict:
             },
             rt.trials,
         ),
+        "samples": samples_table(run, list(plan.get("trial_variants", plan["variants"])), rt.trials),
+        "eval_sets": eval_sets_table(
+            metrics, rt.trials, list(plan.get("trial_variants", plan["variants"])), rt.stats.final_fraction
+        ),  # fmt: skip
         "tasks": rt.tasks,
         "by_task": rt.by_task,
         "heterogeneity": rt.heterogeneity,

@@ -84,6 +84,9 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
         info["data"] = data_text(task)
     if task.get("rewards"):
         info["reward"] = reward_text(task)
+    sets = (cfg.get("rollout") or {}).get("eval_sets") or {}
+    if sets:
+        info["eval_sets"] = "also evaluated on " + ", ".join(_set_text(n, s) for n, s in sets.items())
     if info["model"] == "tiny":
         info["params"] = tiny_param_count(model, tiny_vocab(task.get("alphabet", "")))
         info["model_detail"] = (
@@ -91,6 +94,19 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
             f"{info['params'] / 1e3:.0f}k parameters"
         )
     return info
+
+
+def _set_text(name: str, spec: dict) -> str:
+    """'`humaneval` (eval_split=humaneval; 1 sample, temperature 0)': a named eval set, as its keys say."""
+    spec = spec or {}
+    task = spec.get("task") or {}
+    changed = ", ".join(f"{k}={v}" for k, v in task.items() if k != "data_fingerprint")
+    if task.get("data_fingerprint"):
+        changed += f", contents sha256 `{task['data_fingerprint']}`"
+    how = [f"{spec['samples']} samples" if "samples" in spec else "", f"temperature {spec['temperature']}"
+           if "temperature" in spec else ""]  # fmt: skip
+    detail = "; ".join(x for x in [changed.strip(", "), ", ".join(h for h in how if h)] if x)
+    return f"`{name}`" + (f" ({detail})" if detail else "")
 
 
 def data_text(task: dict) -> str:
@@ -148,6 +164,7 @@ def header_text(info: dict) -> str:
         if info.get("tasks")
         else f"task `{info['task']}`" + (f" ({info['data']})" if info.get("data") else ""),
         *([info["reward"]] if info.get("reward") else []),
+        *([info["eval_sets"]] if info.get("eval_sets") else []),
         f"{info['steps']} RL steps × {info['prompts_per_step']} prompts per step × K = {info['k']}",
         f"preset `{info['preset']}`" if info["preset"] else "no preset",
         seeds,

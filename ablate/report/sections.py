@@ -78,8 +78,10 @@ def report_blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -
         *_notes(r),
         *_method(r),
         *_tables(r),
+        *_eval_sets(r),
         *_figures(r, figs, curves_note),
         *_health(r),
+        *_samples(r),
         *_reproducibility(r, man),
     ]
 
@@ -203,6 +205,22 @@ def _tables(r: dict) -> list:
     return blocks
 
 
+def _eval_sets(r: dict) -> list:
+    table = r.get("eval_sets")
+    if table is None or not len(table):
+        return []
+    return [
+        Heading("Eval sets"),
+        Para(
+            "Each variant on its own eval set and on every named one (`rollout.eval_sets`): the mean over its "
+            "finished seeds of each trial's score (its final evals, as the table above scores), [lowest, "
+            "highest] seed, (seeds). Descriptive: a verdict on a set's score is the table above with "
+            "`sweep.metric=eval/<set>/positive_rate`."
+        ),
+        Table(table),
+    ]
+
+
 def _figures(r: dict, figs: dict[str, Path], curves_note: str) -> list:
     if not figs:
         return [Heading("Figures"), Para("Not drawn (figures=false).")]
@@ -221,6 +239,22 @@ def _health(r: dict) -> list:
             "baseline is not the variant's doing."
         ),
         Table(health[["variant", "flag", "seeds", "meaning", "remedy"]], empty="No flags raised."),
+    ]
+
+
+def _samples(r: dict) -> list:
+    table = r.get("samples")
+    if table is None or not len(table):
+        return []
+    return [
+        Heading("Samples"),
+        Para(
+            "What the policy wrote at its last eval: the first answer to the first held-out prompts, from each "
+            "variant's lowest finished seed (cut to one line here; whole, with every eval's, in the trial's "
+            "`samples.jsonl`; how many: `rollout.eval_keep`). Read a 0.000 here first: an empty or unformatted "
+            "answer is a different problem from a wrong one."
+        ),
+        Table(table),
     ]
 
 

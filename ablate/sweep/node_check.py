@@ -51,7 +51,8 @@ def shared_checkpoint_dirs(config_yamls: list[str]) -> set[str]:
     out = set()
     for text in config_yamls:
         t = yaml.safe_load(text)["train"]
-        if int(t.get("checkpoint_every") or 0) > 0 and os.path.isabs(str(t.get("checkpoint_dir", ""))):
+        keeps = int(t.get("checkpoint_every") or 0) > 0 or t.get("save_final")
+        if keeps and os.path.isabs(str(t.get("checkpoint_dir", ""))):
             out.add(t["checkpoint_dir"])
     return out
 

@@ -24,6 +24,7 @@ COST = (
     "note",
     "resumed_from",
     "checkpoint_seconds",
+    "final_policy",
 )
 
 
@@ -34,6 +35,7 @@ class TrialRecorder:
         self.paths = store.trial_paths(Path(run), spec["variant"], spec["seed"])
         self.spec, self.invocation, self.logger = spec, invocation, logger or {"name": "none"}
         self.attempts, self.node, self.writer, self.outcome = 0, {}, None, None
+        self.samples = None  # samples.jsonl's writer, opened at an attempt's first kept sample
         self.started = None
         self.wandb, self.wandb_step = None, -1
         self.losses: list[dict] = []
@@ -74,11 +76,18 @@ class TrialRecorder:
         self.paths.dir.mkdir(parents=True, exist_ok=True)
         store.write_atomic(self.paths.config, self.spec["config_yaml"])
         self.writer = store.MetricsWriter(self.paths.metrics)
+        self.paths.samples.unlink(missing_ok=True)  # restarted like metrics.jsonl (a resume re-sends them)
         store.write_status(self.paths, status="running", **self._base)
         if self.logger["name"] == "wandb" and self.wandb is None:
             self.wandb = _wandb_run(self.logger, self.spec, self.paths.dir)
 
     def record(self, rec: dict) -> None:
+        if store.SAMPLES_KEY in rec:  # an eval's kept samples: to samples.jsonl, each with its step
+            if self.samples is None:
+                self.samples = store.MetricsWriter(self.paths.samples)
+            for sample in rec[store.SAMPLES_KEY]:
+                self.samples.write({"step": rec["step"], **sample})
+            rec = {k: v for k, v in rec.items() if k != store.SAMPLES_KEY}
         self.writer.write(rec)
         step = int(rec["step"])
         if self.wandb is not None and step > self.wandb_step:  # a resumed attempt re-sends what W&B has
@@ -134,6 +143,9 @@ class TrialRecorder:
         self._finish_wandb(1)
 
     def _close_writer(self) -> int:
+        if self.samples is not None:
+            self.samples.close()
+            self.samples = None
         if self.writer is None:
             return 0
         self.writer.close()

@@ -11,6 +11,26 @@ from omegaconf import DictConfig
 def stamp_task_inputs(cfg: DictConfig) -> None:
     stamp_local_data(cfg)
     stamp_rewards(cfg)
+    stamp_eval_sets(cfg)
+
+
+def stamp_eval_sets(cfg: DictConfig) -> None:
+    """A named eval set (rollout.eval_sets) on local data of its own: its paths made absolute, its files found
+    and fingerprinted like the trial's, the fingerprint set in the set's task keys (so in the config hash)."""
+    import os
+
+    from ablate.config.eval_sets import set_config
+    from ablate.config.launch import looks_local
+
+    for name, spec in (cfg.rollout.eval_sets or {}).items():
+        task = spec.get("task") or {}
+        for key in ("path", "eval_path"):
+            if task.get(key) and looks_local(task[key]):
+                task[key] = os.path.abspath(os.path.expanduser(task[key]))
+        sub = set_config(cfg, name)
+        stamp_local_data(sub)
+        if sub.task.data_fingerprint != cfg.task.data_fingerprint:
+            spec.task = {**task, "data_fingerprint": sub.task.data_fingerprint}
 
 
 def stamp_local_data(cfg: DictConfig) -> None:

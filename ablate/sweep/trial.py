@@ -19,10 +19,11 @@ EVENT = "ablate_event"  # the key that marks a Tune result as one of ours
 
 
 def checkpoint_uri(cfg, spec: dict) -> str | None:
-    """Where this trial keeps its checkpoints: ``{train.checkpoint_dir}/{sweep}/{run_id}/{variant}/seed={n}``
-    (None when checkpoints are off). A retry or a rerun of the same trial finds them there."""
+    """Where this trial keeps its checkpoints and its final policy (train.save_final):
+    ``{train.checkpoint_dir}/{sweep}/{run_id}/{variant}/seed={n}`` (None when it keeps neither). A retry or a
+    rerun of the same trial finds them there."""
     t = cfg.train
-    if int(t.get("checkpoint_every", 0) or 0) <= 0:
+    if int(t.get("checkpoint_every", 0) or 0) <= 0 and not t.get("save_final", False):
         return None
     base = str(t.checkpoint_dir).rstrip("/")
     return f"{base}/{spec['sweep']}/{spec['run_id']}/{spec['variant']}/seed={spec['seed']}"
@@ -93,6 +94,7 @@ def run_trial(
             "note": result.note,
             "resumed_from": result.resumed_from,
             "checkpoint_seconds": result.checkpoint_seconds or None,
+            "final_policy": result.final_policy,
         }
     )
     return result.status

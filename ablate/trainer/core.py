@@ -18,9 +18,9 @@ import torch
 
 from ablate.config import as_object
 from ablate.trainer import advantages as adv_mod
-from ablate.trainer.collectives import all_gather_cat, all_sum, rank_and_size, reduce_record
+from ablate.trainer.collectives import all_gather_cat, rank_and_size
 from ablate.trainer.distributed import train_data_parallel
-from ablate.trainer.eval_metrics import pass_at_k_sums
+from ablate.trainer.evaluation import evaluate_held_out
 from ablate.trainer.loop import Diverged, TrialResult, run_trial
 from ablate.trainer.losses import KL_ESTIMATORS, kl_reward_penalty, masked_mean
 from ablate.trainer.masks import build_loss_mask
@@ -291,20 +291,9 @@ class Trainer:
             return self._evaluate(step)
 
     def _evaluate(self, step: int) -> float:
-        rb, idx = self.source.eval_rollout(step)
-        _, correct = self.scorer.verify(rb, list(range(len(idx))), [self.task.eval[i] for i in idx])
-        hits, n = all_sum([float(correct.sum()), float(correct.numel())])
-        # your rewards' and the code verifier's shares, and pass@k: the same keys on every rank
-        self.last_eval_extra = reduce_record({f"eval/{k}": v for k, v in self.scorer.take_parts().items()})
-        ks = self.cfg.rollout.eval_pass_k
-        if ks:
-            sums, prompts = pass_at_k_sums(correct, self.cfg.rollout.eval_samples, ks)
-            *totals, prompts = all_sum([*sums.values(), float(prompts)])
-            self.last_eval_extra.update({key: v / prompts for key, v in zip(sums, totals, strict=True)})
-        proxy = self.scorer.proxy_sum(rb)
-        if proxy is not None:  # the proxy's view of the same samples, for the proxy-gold gap
-            self.last_eval_extra["eval/proxy_reward"] = all_sum([proxy])[0] / n
-        return hits / n
+        out = evaluate_held_out(self, step)
+        self.last_eval_extra, self.last_eval_samples = out.extra, out.samples
+        return out.rate
 
 
 def train(

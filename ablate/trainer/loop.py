@@ -22,9 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ablate.config import as_object
+from ablate.config.metrics import SAMPLES_KEY
 from ablate.timeline import mark
 from ablate.trainer.checkpoint import TrialCheckpoints, fingerprint
 from ablate.trainer.collectives import all_sum, check_ranks_in_sync
+from ablate.trainer.phases import phase
 
 
 class Diverged(Exception):
@@ -45,6 +47,7 @@ class TrialResult:
     gpu_seconds: float = 0.0
     resumed_from: int | None = None  # steps restored from a checkpoint (None: started at step 0)
     checkpoint_seconds: float = 0.0  # spent saving checkpoints (inside ``seconds``)
+    final_policy: str | None = None  # where train.save_final wrote the trained policy's HF folder
 
     @property
     def final(self) -> dict:
@@ -80,9 +83,11 @@ def run_trial(
     saving = 0.0
 
     def emit(rec: dict) -> None:
+        """The history (and so a checkpoint) keeps the numbers; the kept samples go to ``report`` only, so a
+        resumed trial's samples.jsonl starts at its resume."""
         nonlocal peak
         peak = max(peak, rss_mb())
-        history.append(rec)
+        history.append({k: v for k, v in rec.items() if k != SAMPLES_KEY})
         if report is not None:
             report(rec)
 
@@ -105,6 +110,7 @@ def run_trial(
             start = resume(trainer, ckpts, emit)
         status, note = run_steps(trainer, cfg, emit, start, save)
         seconds = time.perf_counter() - t0
+        final = keep_final(trainer, cfg, checkpoint_uri) if status == "done" else None
         (cpu,) = all_sum([time.process_time() - cpu0])
         if trainer.world > 1:
             check_ranks_in_sync(trainer.model)
@@ -112,7 +118,17 @@ def run_trial(
         trainer.backend.close()  # after the last collective: a vLLM engine's teardown ends the process group
     gpus = trainer.world if trainer.device.startswith("cuda") else 0
     return TrialResult(status, history, seconds, peak, note, t0 - t_setup, cpu, seconds * gpus,
-                       start if start > 0 else None, saving)  # fmt: skip
+                       start if start > 0 else None, saving, final)  # fmt: skip
+
+
+def keep_final(trainer, cfg, trial_uri: str | None) -> str | None:
+    """train.save_final: the finished policy as an HF folder in the trial's folder (after the loop's clock)."""
+    if not cfg.train.save_final or not trial_uri:
+        return None
+    from ablate.trainer.final_policy import save_final_policy
+
+    with phase("saving the final policy"):
+        return save_final_policy(trainer, trial_uri)
 
 
 def resume(trainer, ckpts: TrialCheckpoints, emit: Callable[[dict], None]) -> int:
@@ -152,9 +168,7 @@ def run_steps(
                 status, note = "diverged", f"step {step}: {d.args[0]}"
             if ev is not None:
                 rec["eval/positive_rate"] = ev
-                rec.update(
-                    getattr(trainer, "last_eval_extra", {})
-                )  # e.g. a learned reward's eval/proxy_reward
+                rec.update(eval_extra(trainer))
             emit(rec)
             if status == "diverged":
                 break
@@ -162,7 +176,14 @@ def run_steps(
                 save(step + 1)
         if status == "done" and every > 0:
             final = {"step": steps, "eval/positive_rate": trainer.evaluate(steps)}
-            emit(final | getattr(trainer, "last_eval_extra", {}))
+            emit(final | eval_extra(trainer))
     except Diverged as d:  # pragma: no cover - divergence outside step() (e.g. in evaluation)
         status, note = "diverged", str(d.args[0])
     return status, note
+
+
+def eval_extra(trainer) -> dict:
+    """What the last eval adds to its record beside eval/positive_rate: its other metrics (pass@k, a learned
+    reward's eval/proxy_reward, ...) and the samples it kept (under SAMPLES: the store files them apart)."""
+    samples = getattr(trainer, "last_eval_samples", None)
+    return {**getattr(trainer, "last_eval_extra", {}), **({SAMPLES_KEY: samples} if samples else {})}

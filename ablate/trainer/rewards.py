@@ -82,6 +82,20 @@ def verify_math(text: str, problem: Problem, open_: str = "\\boxed{", close: str
     return Verdict(float(ok), float(boxed is not None), float(ok))
 
 
+def answer_given(verifier: str, text: str, open_: str, close: str) -> str | None:
+    """The answer a completion gives, as the majority vote (maj@k) counts it: the exact verifier's wrapped
+    text; the math verifier's boxed answer, else its last number (spaces and thousands commas dropped, so
+    "1,000" and "1000" are one vote; "1/2" and "0.5" stay two). None: no answer. Code has no answer to vote
+    on, nor do your reward functions (maj@k is refused with them)."""
+    if verifier == "exact":
+        return extract_wrapped(text, open_, close)
+    if verifier == "math":
+        boxed = extract_wrapped(text, open_, close)
+        got = boxed if boxed is not None else _last_number(text)
+        return None if got is None else got.replace(" ", "").replace(",", "")
+    raise ValueError(f"verifier {verifier!r} gives no answer to vote on")
+
+
 MATH_VERIFY_SECONDS = 5  # per answer; an answer math-verify cannot decide in that time is scored wrong
 
 

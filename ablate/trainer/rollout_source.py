@@ -82,18 +82,24 @@ class RolloutSource:
         prefetching = self.overlap is not None and self.overlap.prefetch is not None
         return self.tokens_at_step if prefetching else self.tokens_total
 
-    def eval_rollout(self, step: int) -> tuple[RolloutBatch, list[int]]:
+    def eval_rollout(self, step: int, held_out=None) -> tuple[RolloutBatch, list[int]]:
         """This rank's share of the held-out prompts, ``rollout.eval_samples`` each, with a generator that
-        depends only on (seed, step): every variant is probed with the same random numbers."""
+        depends only on (seed, step): every variant is probed with the same random numbers. ``held_out``: a
+        named eval set's (trainer/eval_sets.py) prompts, samples, temperature and stream instead."""
         if (
             self.overlap is not None
         ):  # the next rollout is being drawn: the reward model is not shared mid-call
             self.overlap.wait()
         r = self.cfg.rollout
-        gen = torch.Generator(device=self.sample_gen.device).manual_seed(self.streams.eval(step))
-        params = SamplingParams(r.eval_temperature, r.top_p, r.max_response_length)
-        idx = list(range(self.rank, len(self.eval_ids), self.world))  # each rank probes its share
-        prompts = [self.eval_ids[i] for i in idx for _ in range(r.eval_samples)]
+        ids, samples, temperature = self.eval_ids, r.eval_samples, r.eval_temperature
+        seed = self.streams.eval(step)
+        if held_out is not None:
+            ids, samples, temperature = held_out.ids, held_out.samples, held_out.temperature
+            seed = self.streams.eval_set(step, held_out.name)
+        gen = torch.Generator(device=self.sample_gen.device).manual_seed(seed)
+        params = SamplingParams(temperature, r.top_p, r.max_response_length)
+        idx = list(range(self.rank, len(ids), self.world))  # each rank probes its share
+        prompts = [ids[i] for i in idx for _ in range(samples)]
         return self.generate(self.backend, prompts, params, gen), idx
 
     def state_dict(self) -> dict:

@@ -39,6 +39,7 @@ class RolloutScorer:
         lens = rb.lengths.long().tolist()
         kept = [seq[:n] for seq, n in zip(ids, lens, strict=True)]
         texts = self.tok.decode_batch(kept)
+        self._local.texts, self._local.reasons = texts, [""] * len(texts)  # an eval's samples read them
         if self.user is not None:
             return self._user_rewards(
                 texts, kept, [problems[prompt_idx[row // K]] for row in range(len(texts))]
@@ -51,6 +52,7 @@ class RolloutScorer:
             rewards.append(combine_rewards(v, t.reward_scale, t.format_weight, t.process_weight))
             correct.append(v.correct)
             reasons.append(v.reason)
+        self._local.reasons = reasons
         if t.verifier == "code":  # why completions failed, as shares (every rank, every step: the same keys)
             self._pending().append(reason_shares(reasons))
         return torch.tensor(rewards, device=self.device), torch.tensor(correct, device=self.device)
@@ -64,6 +66,11 @@ class RolloutScorer:
         rewards, correct, parts = self.user.score(batch)
         self._pending().append(parts)
         return torch.tensor(rewards, device=self.device), torch.tensor(correct, device=self.device)
+
+    def last_texts(self) -> tuple[list[str], list[str]]:
+        """The completions the last verify() of this thread decoded, and the verifier's reasons (why not
+        correct; "" where it cannot tell)."""
+        return self._local.texts, self._local.reasons
 
     def take_parts(self) -> dict:
         """Each reward function's mean and None share over the draws since the last call (the step's, or an

@@ -43,3 +43,10 @@ class SeedStreams:
     def eval(self, step: int) -> int:
         """Held-out probe at ``step``: a function of (seed, step) only, so every variant sees the same draws."""
         return self.seed * 1_000_003 + step
+
+    def eval_set(self, step: int, name: str) -> int:
+        """A named eval set's probe at ``step`` (rollout.eval_sets): like ``eval``, a function of (seed, step)
+        and the set's name only, apart from the trial's own eval's draws."""
+        import zlib
+
+        return (self.eval(step) * 65_537 + zlib.crc32(name.encode())) % 2**63

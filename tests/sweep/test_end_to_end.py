@@ -9,13 +9,16 @@ import pytest
 from tests.helpers import cli, statuses, the_run, write_sweep
 
 pytestmark = pytest.mark.slow
+EVAL_SET = "rollout.eval_sets={long: {task: {min_len: 4, max_len: 5}}}"  # a named eval set beside the own
 
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")
     sp = write_sweep(root / "sweeps", "e2e", {"entropy_off": ["entropy=off"]})
-    proc = cli([sp, "sweep=e2e", "seeds=2"], cwd=root, env={"ABLATE_TIMELINE": str(root / "timeline.txt")})
+    proc = cli(
+        [sp, "sweep=e2e", "seeds=2", EVAL_SET], cwd=root, env={"ABLATE_TIMELINE": str(root / "timeline.txt")}
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root, sp, proc
 
@@ -32,6 +35,12 @@ def test_store_and_report_are_written(swept):
     report = root / "reports" / "e2e" / run.name
     assert (report / "report.md").exists() and (report / "report.html").exists()
     assert f"report: reports/e2e/{run.name}/report.md" in proc.stdout
+    md = (report / "report.md").read_text()
+    samples = md.split("## Samples")[1]  # what the policy wrote, per variant
+    assert "| baseline | 0 |" in samples and "| entropy_off | 0 |" in samples
+    assert "also evaluated on `long` (min_len=4, max_len=5)" in md  # What ran names the named eval set
+    sets = md.split("## Eval sets")[1].split("##")[0]  # ... and each variant's score on it
+    assert "| variant | own eval set | long |" in sets and sets.count("(2) |") == 4
     t = pd.read_csv(report / "table.csv")
     assert list(t.variant) == ["baseline", "entropy_off"] and t.seeds_ok.tolist() == [2, 2]
 
@@ -82,7 +91,7 @@ def test_rerun_skips_finished_trials(swept):
     root, sp, _ = swept
     run = the_run(root, "e2e")
     before = {p: p.stat().st_mtime_ns for p in run.glob("*/seed=*/metrics.jsonl")}
-    proc = cli([sp, "sweep=e2e", "seeds=2"], cwd=root)
+    proc = cli([sp, "sweep=e2e", "seeds=2", EVAL_SET], cwd=root)
     assert proc.returncode == 0 and "0 ran, 4 skipped" in proc.stdout
     assert {p: p.stat().st_mtime_ns for p in run.glob("*/seed=*/metrics.jsonl")} == before
 

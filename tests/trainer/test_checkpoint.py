@@ -12,6 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from ablate.config import ConfigError, validate_trial
+from ablate.config.metrics import SAMPLES_KEY
 from ablate.trainer.checkpoint import TrialCheckpoints, fingerprint, step_dir
 from ablate.trainer.core import InjectedFault, train
 from ablate.trainer.distributed import _free_port
@@ -102,8 +103,11 @@ def test_a_trial_killed_at_step_3_resumes_bit_for_bit(compose_cfg, tmp_path):
     again = train(compose_cfg(CKPT), 0, streamed.append, checkpoint_uri=uri)
     assert again.status == "done" and again.resumed_from == 2 and again.checkpoint_seconds > 0
     assert without_time(again.history) == without_time(full.history)
-    assert streamed == again.history  # the restored records are re-emitted first, in order
+    # the restored records are re-emitted first, in order; the evals after the resume also send the samples
+    # they kept (to samples.jsonl: not in the history, nor in a checkpoint)
+    assert [{k: v for k, v in r.items() if k != SAMPLES_KEY} for r in streamed] == again.history
     assert [r["step"] for r in streamed] == [0, 1, 2, 3, 4, 5, 6]
+    assert [r["step"] for r in streamed if SAMPLES_KEY in r] == [2, 4, 6]
     assert sorted(os.listdir(uri)) == [step_dir(2), step_dir(4)]  # none after the last step
 
 

@@ -2,6 +2,7 @@
 update of the whole batch, each rank holds about half the parameter + AdamW bytes, and a 2-rank trial trains
 and repeats bit for bit."""
 
+import json
 import os
 
 import pytest
@@ -156,7 +157,8 @@ def test_fsdp_sweep_completes_through_ray_and_a_trial_repeats_bit_for_bit(tmp_pa
 
     sp = write_sweep(tmp_path / "sweeps", "fsdp2", {"lr_high": ["optim.lr=1e-3"]})
     args = [sp, "sweep=fsdp2", "seeds=1", *FAST, "train.world_size=2", "train.parallel=fsdp",
-            "launcher.cpus_per_trial=2", "adv_norm=batch"]  # fmt: skip
+            "launcher.cpus_per_trial=2", "adv_norm=batch", "train.save_final=true",
+            f"train.checkpoint_dir={tmp_path / 'ck'}"]  # fmt: skip
     proc = cli(args, cwd=tmp_path, timeout=400)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = the_run(tmp_path, "fsdp2")
@@ -169,3 +171,10 @@ def test_fsdp_sweep_completes_through_ray_and_a_trial_repeats_bit_for_bit(tmp_pa
     stored = metrics_without_time(trial / "metrics.jsonl")
     assert stored == without_time(again.history)
     assert stored[0]["tokens/generated"] > 0 and "eval/positive_rate" in stored[0]
+    # the kept policy is the whole model gathered from both ranks' shards, not rank 0's half
+    from ablate.trainer.final_policy import load_final_policy
+
+    saved = json.loads((trial / "status.json").read_text())["final_policy"]
+    assert saved == str(tmp_path / "ck" / "fsdp2" / run.name / "baseline" / "seed=0" / "final")
+    weights = load_final_policy(saved).state_dict()
+    assert all(torch.isfinite(v).all() for v in weights.values())
