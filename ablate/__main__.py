@@ -1,4 +1,5 @@
-"""Entry point: ``python -m ablate [mode=sweep|train] [overrides...]`` or ``python -m ablate report RUN_DIR``.
+"""Entry point: ``python -m ablate [mode=sweep|train] [overrides...]``, ``python -m ablate report RUN_DIR`` or
+``python -m ablate eval RUN_DIR rollout.eval_sets={...}``.
 
 Bad input fails here, before Ray starts or anything is written, with one line naming key, value and what is
 allowed (exit code 2). Each sub-command lives in ablate/cli/; this module only dispatches.
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
         del argv[i : i + 2 if i + 1 < len(argv) and argv[i + 1] in ("job", "all") else i + 1]
     if argv and argv[0] == "report":
         return run_report(argv[1:])
+    if argv and argv[0] == "eval":
+        from ablate.cli.eval_cmd import run_eval
+
+        return run_eval(argv[1:])
     multirun = any(a in ("-m", "--multirun") for a in argv)
     argv = [a for a in argv if a not in ("-m", "--multirun")]
     show_variant = next((a.split("=", 1)[1] for a in argv if a.startswith("variant=")), None)

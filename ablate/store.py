@@ -19,8 +19,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ablate.config.metrics import SAMPLES_KEY  # noqa: F401  (the store names it: recorder, report)
-
 FINISHED = ("done", "diverged")  # outcomes: a rerun skips these; "failed" and "running" are rerun
 
 
@@ -96,6 +94,18 @@ class MetricsWriter:
             pass
 
 
+def append_records(path: Path, records: list[dict]) -> None:
+    """Append whole lines to a JSON-lines file (evals.jsonl, samples.jsonl) and fsync: what a later command
+    adds beside a trial's own records, never over them."""
+    try:
+        with open(path, "a") as f:
+            f.write("".join(json.dumps({k: _clean(v) for k, v in r.items()}) + "\n" for r in records))
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise _named(e, Path(path)) from None
+
+
 def read_metrics(path: Path) -> list[dict]:
     """All records; raises CorruptMetrics on a torn last line or an unparsable line."""
     text = Path(path).read_text()
@@ -127,17 +137,14 @@ class TrialPaths:
         return self.dir / "status.json"
 
     @property
+    def evals(self) -> Path:
+        """Scores of the trial's saved policy on eval sets named after it ran (python -m ablate eval)."""
+        return self.dir / "evals.jsonl"
+
+    @property
     def samples(self) -> Path:
         """A few eval samples per eval (prompt, completion, reward, reason), to read: rollout.eval_keep."""
         return self.dir / "samples.jsonl"
-
-
-def read_samples(p: TrialPaths) -> list[dict]:
-    """The samples a trial kept ([] when none, or a torn last line: they are for reading, not for stats)."""
-    try:
-        return read_metrics(p.samples)
-    except (OSError, CorruptMetrics):
-        return []
 
 
 # ---- typed records: plan.json of a run, status.json of a trial --------------------------------------------

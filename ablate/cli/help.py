@@ -11,6 +11,7 @@ from ablate.config import ConfigError
 USAGE = """usage: python -m ablate [OVERRIDES...]            run a sweep (default mode), e.g. sweep=technique_matrix seeds=5
        python -m ablate mode=train [OVERRIDES...] run one trial of the composed config
        python -m ablate report RUN_DIR            regenerate the report of runs/<sweep>/<run_id>
+       python -m ablate eval RUN_DIR rollout.eval_sets={...}   score a run's saved policies on more eval sets
        python -m ablate ... --cfg job             print the composed config and exit
        python -m ablate sweep=NAME dry_run=true   print the trial plan and exit
        python -m ablate --version | --info        print the version | versions and where conf/ is

@@ -54,10 +54,10 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     mark("driver: trials done")
     run = run_dir(cfg.runs_dir, plan.sweep, plan.run_id)
     # Imported only now (pandas, scipy, statsmodels, matplotlib: ~1.7 s on 2 cores): before Ray starts it
-    # delayed the first trial by as much.
+    # delayed the first trial by as much. Another analysis than the run's own (plan.json): written beside.
     from ablate.report.render import write_report
 
-    out = write_report(run, reports_root(cfg.runs_dir, cfg.reports_dir))  # beside the store unless given
+    out = write_report(run, reports_root(cfg.runs_dir, cfg.reports_dir), spec=plan.spec)
     mark("driver: report written")
     if cfg.logger == "wandb":
         import pandas as pd

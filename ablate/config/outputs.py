@@ -21,3 +21,23 @@ def reports_root(runs_dir, reports_dir: str | None = "") -> Path:
 def store_runs_dir(run_dir) -> Path:
     """The runs_dir that holds ``run_dir`` (``<runs_dir>/<sweep>/<run_id>``)."""
     return Path(run_dir).resolve().parents[1]
+
+
+# What a sweep file says about reading its trials, not running them: a sweep rerun with other values of these
+# (sweep.metric=reward/mean, other statistics or claims) is a re-analysis of the same trials.
+ANALYSIS_KEYS = ("metric", "higher_is_better", "stats", "claims")
+
+
+def same_analysis(a: dict, b: dict) -> bool:
+    return all(a.get(k) == b.get(k) for k in ANALYSIS_KEYS)
+
+
+def analysis_folder(run_id: str, spec: dict) -> str:
+    """A re-analysis's report folder, beside the run's own: '<run_id>-<metric>-<hash of the analysis>'."""
+    import hashlib
+    import json
+    import re
+
+    blob = json.dumps({k: spec.get(k) for k in ANALYSIS_KEYS}, sort_keys=True, default=str).encode()
+    slug = re.sub(r"[^A-Za-z0-9@.]+", "_", str(spec.get("metric", ""))).strip("_")
+    return f"{run_id}-{slug}-{hashlib.sha256(blob).hexdigest()[:6]}"

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from ablate import store
 from ablate.report import plots
 from ablate.report.blocks import to_html, to_markdown
 from ablate.report.display import display_table
 from ablate.report.manifest import manifest
 from ablate.report.run_info import describe_run, trial_config
 from ablate.report.samples import eval_sets_table, samples_table
+from ablate.report.section_tables import records_of
 from ablate.report.sections import report_blocks
 from ablate.stats.anova import factorial_anova
 from ablate.stats.health import health_table, refuted_settings
@@ -22,11 +24,11 @@ from ablate.stats.run_table import table_for_run
 from ablate.stats.tasks import pooled_metrics
 
 
-def build(run: Path) -> dict:
+def build(run: Path, spec: dict | None = None) -> dict:
     """All report numbers for a run, as DataFrames/dicts (no files written): the table as the API and the
     seeds=auto runner read it (ablate.stats.run_table), then the ANOVA, health flags and run header."""
     run = Path(run)
-    rt = table_for_run(run)
+    rt = table_for_run(run, spec)
     plan, metrics = rt.plan, rt.metrics
     anova = (
         factorial_anova(rt.summaries, plan["factors"], rt.stats.correction, alpha=rt.stats.alpha)
@@ -67,8 +69,12 @@ def build(run: Path) -> dict:
         ),
         "samples": samples_table(run, list(plan.get("trial_variants", plan["variants"])), rt.trials),
         "eval_sets": eval_sets_table(
-            metrics, rt.trials, list(plan.get("trial_variants", plan["variants"])), rt.stats.final_fraction
-        ),  # fmt: skip
+            run,
+            metrics,
+            rt.trials,
+            list(plan.get("trial_variants", plan["variants"])),
+            rt.stats.final_fraction,
+        ),
         "tasks": rt.tasks,
         "by_task": rt.by_task,
         "heterogeneity": rt.heterogeneity,
@@ -82,18 +88,33 @@ def build(run: Path) -> dict:
     }
 
 
-def write_report(run: Path, reports_dir: str | Path = "reports", figures: bool = True) -> Path:
+def _built_and_placed(run: Path, reports_dir, spec: dict | None) -> tuple[dict, Path]:
+    """The report's numbers and its folder: the run's own (<sweep>/<run_id>), or, read with another analysis
+    than plan.json's, a re-analysis beside it (<sweep>/<run_id>-<metric>-<hash>)."""
+    from ablate.config.outputs import analysis_folder, same_analysis
+
+    again = spec is not None and not same_analysis(spec, store.PlanRecord.read(Path(run)).spec)
+    r = build(run, spec if again else None)
+    r["reanalysis_of"] = r["plan"]["run_id"] if again else None
+    folder = analysis_folder(r["plan"]["run_id"], r["spec"]) if again else r["plan"]["run_id"]
+    return r, Path(reports_dir) / r["plan"]["sweep"] / folder
+
+
+def write_report(
+    run: Path, reports_dir: str | Path = "reports", figures: bool = True, spec: dict | None = None
+) -> Path:
     """Writes every report file; returns the report folder. md and html come from one list of blocks.
-    ``figures=False`` skips the PNGs (calibration by simulation writes thousands of reports)."""
-    r = build(run)
+    ``figures=False`` skips the PNGs (calibration by simulation writes thousands of reports). ``spec``: the
+    sweep file as the command gave it; read with another analysis than the run's own (plan.json: another
+    metric, statistics or claims) it is a re-analysis, written beside the run's report, never over it."""
+    r, out = _built_and_placed(run, reports_dir, spec)
     plan, spec, stats, table = r["plan"], r["spec"], r["stats"], r["table"]
-    out = Path(reports_dir) / plan["sweep"] / plan["run_id"]
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "table.csv", index=False)
     (out / "table.tex").write_text(
         to_latex(
             display_table(table),
-            f"{plan['sweep']}: {spec['metric']} (final {stats.final_fraction:.0%} of evals)",
+            f"{plan['sweep']}: {spec['metric']} (final {stats.final_fraction:.0%} of {records_of(spec['metric'])})",
         )
     )
     r["summaries"].to_csv(out / "trials.csv", index=False)

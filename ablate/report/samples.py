@@ -23,7 +23,10 @@ def samples_table(run: Path, variants: list[str], trials: pd.DataFrame) -> pd.Da
         seeds = sorted(finished[finished.variant == variant].seed) if len(finished) else []
         if not seeds:
             continue
-        kept = store.read_samples(store.trial_paths(Path(run), variant, int(seeds[0])))
+        kept = read_samples(store.trial_paths(Path(run), variant, int(seeds[0])))
+        if not kept:
+            continue
+        kept = [s for s in kept if "set" not in s]  # the trial's own eval set's
         if not kept:
             continue
         last = max(s["step"] for s in kept)
@@ -41,6 +44,14 @@ def samples_table(run: Path, variants: list[str], trials: pd.DataFrame) -> pd.Da
     return pd.DataFrame(rows)
 
 
+def read_samples(p: store.TrialPaths) -> list[dict]:
+    """The samples a trial kept ([] when none, or a torn last line: they are for reading, not for stats)."""
+    try:
+        return store.read_metrics(p.samples)
+    except (OSError, store.CorruptMetrics):
+        return []
+
+
 def _cut(text: str, n: int) -> str:
     """One line (newlines shown as ⏎), at most n characters; the empty completion says so."""
     if not text:
@@ -49,25 +60,61 @@ def _cut(text: str, n: int) -> str:
     return one if len(one) <= n else one[: n - 1] + "…"
 
 
-def eval_sets_table(
-    metrics: pd.DataFrame, trials: pd.DataFrame, variants: list[str], ff: float
-) -> pd.DataFrame:
-    """Each variant's score on the trial's own eval set and on each named one (rollout.eval_sets): the mean over
-    its finished seeds of each trial's score (its final evals, as the main table scores), with the seed range.
-    Descriptive: the verdicts are the main table's metric; name a set's in sweep.metric to test it."""
+def eval_sets_table(run: Path, metrics: pd.DataFrame, trials: pd.DataFrame, variants: list[str],
+                    ff: float) -> pd.DataFrame:  # fmt: skip
+    """Each variant's score on the trial's own eval set, on each named one (rollout.eval_sets) and on each its
+    saved policy was scored on after the run (python -m ablate eval: evals.jsonl, the newest score a set): the
+    mean over its finished seeds, with the seed range and count. Descriptive: the verdicts are the main
+    table's metric; name a set's in sweep.metric to test it."""
     from ablate.stats.summary import trial_summaries
 
-    names = sorted({c.split("/")[1] for c in metrics.columns if re.fullmatch(r"eval/[^/]+/positive_rate", c)})
-    if not names or not len(trials):
+    if not len(trials):
         return pd.DataFrame()
-    columns = {"own eval set": "eval/positive_rate", **{n: f"eval/{n}/positive_rate" for n in names}}
-    rows = {v: {"variant": v} for v in variants}
-    for label, metric in columns.items():
+    during = sorted(
+        {c.split("/")[1] for c in metrics.columns if re.fullmatch(r"eval/[^/]+/positive_rate", c)}
+    )
+    done = trials[trials.status == "done"]
+    after = _scores_after(Path(run), done)
+    if not during and not after:
+        return pd.DataFrame()
+    scores: dict[str, dict[str, list[float]]] = {}  # column -> variant -> per-seed scores
+    for label, metric in {
+        "own eval set": "eval/positive_rate",
+        **{n: f"eval/{n}/positive_rate" for n in during},
+    }.items():
         s = trial_summaries(metrics, trials, metric, ff)
         s = s[s.status == "done"]
-        for v in variants:
-            got = s[s.variant == v]["final"].dropna()
-            rows[v][label] = (
+        scores[label] = {v: s[s.variant == v]["final"].dropna().tolist() for v in variants}
+    for name, per_trial in after.items():
+        scores[f"{name} (saved policy)"] = {
+            v: [x for (vv, _), x in per_trial.items() if vv == v] for v in variants
+        }
+    rows = []
+    for v in variants:
+        row = {"variant": v}
+        for label, by_variant in scores.items():
+            got = pd.Series(by_variant.get(v, []), dtype=float)
+            row[label] = (
                 f"{got.mean():.3f} [{got.min():.3f}, {got.max():.3f}] ({len(got)})" if len(got) else "–"
             )
-    return pd.DataFrame(list(rows.values()))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _scores_after(run: Path, done: pd.DataFrame) -> dict[str, dict[tuple, float]]:
+    """set -> {(variant, seed): its saved policy's newest score} from each finished trial's evals.jsonl."""
+    out: dict[str, dict[tuple, float]] = {}
+    for v, seed in done[["variant", "seed"]].itertuples(index=False):
+        path = store.trial_paths(run, v, int(seed)).evals
+        if not path.exists():
+            continue
+        try:
+            lines = store.read_metrics(path)
+        except store.CorruptMetrics:
+            continue
+        for line in lines:  # in order: a later score of a set replaces an earlier one
+            for key, value in line.items():
+                m = re.fullmatch(r"eval/([^/]+)/positive_rate", key)
+                if m:
+                    out.setdefault(m.group(1), {})[(v, int(seed))] = float(value)
+    return out

@@ -144,3 +144,8 @@ def anova_display(aov: pd.DataFrame) -> pd.DataFrame:
             "partial ω²": aov.omega2_p.map(lambda w: f"{w:.3f}"),
         }
     )
+
+
+def records_of(metric: str) -> str:
+    """What a score averages the final fraction of: an eval metric's evals, a per-step metric's steps."""
+    return "evals" if str(metric).startswith("eval/") else "steps"

@@ -18,6 +18,7 @@ from ablate.report.section_tables import (
     anova_display,
     anova_text,
     claims_display,
+    records_of,
     reward_gap_display,
     tasks_display,
     trend_display,
@@ -96,8 +97,19 @@ def _header(r: dict) -> list:
         Para(header_text(r["run_info"])),
         Para(
             f"Run `{plan['run_id']}` · metric `{spec['metric']}` ({better} is better) · score = mean over "
-            f"the final {stats.final_fraction:.0%} of evals · baseline `{plan['baseline']}`."
+            f"the final {stats.final_fraction:.0%} of {records_of(spec['metric'])} · baseline `{plan['baseline']}`."
         ),
+        *(
+            [
+                Note(
+                    f"A re-analysis of run `{r['reanalysis_of']}` with another metric, statistics or claims than "
+                    "it was run with: the run's own report, and its plan.json, are as they were; this one is "
+                    f"written beside them (`{r['reanalysis_of']}-...`)."
+                )
+            ]
+            if r.get("reanalysis_of")
+            else []
+        ),  # fmt: skip
     ]
 
 
@@ -212,8 +224,9 @@ def _eval_sets(r: dict) -> list:
     return [
         Heading("Eval sets"),
         Para(
-            "Each variant on its own eval set and on every named one (`rollout.eval_sets`): the mean over its "
-            "finished seeds of each trial's score (its final evals, as the table above scores), [lowest, "
+            "Each variant on its own eval set, on every named one (`rollout.eval_sets`) and on those its saved "
+            "policies were scored on after the run (`python -m ablate eval`: '(saved policy)'): the mean over "
+            "its finished seeds of each trial's score (its final evals, as the table above scores), [lowest, "
             "highest] seed, (seeds). Descriptive: a verdict on a set's score is the table above with "
             "`sweep.metric=eval/<set>/positive_rate`."
         ),

@@ -38,10 +38,13 @@ class RunTable:
         return self.plan.get("trial_baseline", self.plan["baseline"])
 
 
-def table_for_run(run: str | Path) -> RunTable:
-    """Read runs/<sweep>/<run_id> and compute its ablation table (no files written)."""
+def table_for_run(run: str | Path, spec: dict | None = None) -> RunTable:
+    """Read runs/<sweep>/<run_id> and compute its ablation table (no files written). ``spec``: read it as this
+    sweep file says (a re-analysis) instead of as plan.json recorded."""
     run = Path(run)
     plan = store.PlanRecord.read(run).as_dict()
+    if spec is not None:
+        plan = {**plan, "spec": spec}
     spec = plan["spec"]
     stats = StatsConfig(**spec.get("stats", {}))
     metrics, trials = store.load_run(run)

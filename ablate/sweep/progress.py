@@ -1,6 +1,7 @@
-"""Live sweep progress: trials done/running/failed/total, each running trial's step, ETA.
+"""Live sweep progress: trials done/running/failed/total, each running trial's step and phase, ETA.
 
-On a terminal it is a rich live table; in logs (CI, pipes) one plain line per finished trial.
+On a terminal it is a rich live table (a trial loading a model or warming up shows it, with its seconds so
+far); in logs (CI, pipes) one plain line per finished trial and per phase that took QUIET_S or longer.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class SweepProgress:
         self.steps_per_trial = {}
         self.done = self.failed = 0
         self.running: dict[str, int] = {}
+        self.phases: dict[str, list[tuple[str, float]]] = {}  # trial -> its open phases (nested), started at
         self.retried = 0
         self.console.print(
             f"[bold]{plan.sweep}[/] run {plan.run_id}: {len(pending)} to run, {self.skipped} already finished"
@@ -62,6 +64,19 @@ class SweepProgress:
         self.running[name] = step
         self._refresh()
 
+    def trial_phase(self, name: str, what: str, seconds: float | None) -> None:
+        """A phase of a running trial started (``seconds`` None) or ended after ``seconds``."""
+        from ablate.trainer.phases import QUIET_S
+
+        open_ = self.phases.setdefault(name, [])
+        if seconds is None:
+            open_.append((what, time.time()))
+        else:
+            self.phases[name] = [p for p in open_ if p[0] != what]
+            if seconds >= QUIET_S:
+                self._line(f"{name}: {what}: done in {seconds:.0f} s")
+        self._refresh()
+
     def trial_finished(self, name: str, ok: bool) -> None:
         self._finish(name, ok)
 
@@ -89,9 +104,17 @@ class SweepProgress:
         t = Table()
         t.add_column("running trial")
         t.add_column("step", justify="right")
+        t.add_column("phase")
         for k, s in sorted(self.running.items()):
-            t.add_row(k, f"{s}/{self.steps_per_trial.get(k, '?')}")
+            t.add_row(k, f"{s}/{self.steps_per_trial.get(k, '?')}", self._phase(k))
         return Group(head, t)
+
+    def _phase(self, name: str) -> str:
+        """The innermost open phase of a trial, with its seconds so far ('' between phases: stepping)."""
+        if not self.phases.get(name):
+            return ""
+        what, t0 = self.phases[name][-1]
+        return f"{what} ({time.time() - t0:.0f} s)"
 
     def _refresh(self) -> None:
         if self.live is not None:
@@ -103,6 +126,7 @@ class SweepProgress:
 
     def _finish(self, k: str, ok: bool) -> None:
         self.running.pop(k, None)
+        self.phases.pop(k, None)
         if ok:
             self.done += 1
         else:

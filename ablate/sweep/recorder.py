@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from ablate import store
+from ablate.config.metrics import SAMPLES_KEY
 from ablate.sweep.trial import EVENT
 
 COST = (
@@ -82,12 +83,12 @@ class TrialRecorder:
             self.wandb = _wandb_run(self.logger, self.spec, self.paths.dir)
 
     def record(self, rec: dict) -> None:
-        if store.SAMPLES_KEY in rec:  # an eval's kept samples: to samples.jsonl, each with its step
+        if SAMPLES_KEY in rec:  # an eval's kept samples: to samples.jsonl, each with its step
             if self.samples is None:
                 self.samples = store.MetricsWriter(self.paths.samples)
-            for sample in rec[store.SAMPLES_KEY]:
+            for sample in rec[SAMPLES_KEY]:
                 self.samples.write({"step": rec["step"], **sample})
-            rec = {k: v for k, v in rec.items() if k != store.SAMPLES_KEY}
+            rec = {k: v for k, v in rec.items() if k != SAMPLES_KEY}
         self.writer.write(rec)
         step = int(rec["step"])
         if self.wandb is not None and step > self.wandb_step:  # a resumed attempt re-sends what W&B has

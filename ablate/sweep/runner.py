@@ -18,6 +18,7 @@ from filelock import FileLock, Timeout
 
 from ablate import store
 from ablate.config import ConfigError
+from ablate.config.outputs import same_analysis
 from ablate.sweep import ray_session
 from ablate.sweep.errors import SweepLocked, SweepStopped, SystemicFailure
 from ablate.sweep.plan import Plan, Trial
@@ -31,7 +32,7 @@ def _tune_trainable(config: dict, specs: list[dict], warm: dict[str, bytes]) -> 
     mark("worker: trial actor called")
     from ray import tune
 
-    run_trial(specs[config["trial_index"]], tune.report, warm=warm)
+    run_trial(specs[config["trial_index"]], tune.report, warm=warm, phases=True)
 
 
 def execute(plan: Plan, cfg, progress=None) -> dict:
@@ -67,6 +68,8 @@ def _write_plan(plan: Plan, run: Path, requested: dict[str, int] | None = None) 
         previous = store.PlanRecord.read(run)
     except ValueError:
         previous = None
+    if previous and not same_analysis(previous.spec, record.spec):
+        record.spec = previous.spec  # a re-analysis: the run keeps its own (its report is written beside)
     if previous and not plan.sequential:  # seeds add to a run: a rerun with fewer seeds forgets none
         record.seeds = sorted(set(previous.seeds) | set(plan.seeds))
         mine = {(t["variant"], t["seed"]) for t in record.trials}

@@ -47,15 +47,17 @@ def run_trial(
     emit: Callable[[dict], None],
     show: Callable[[dict], None] | None = None,
     warm: dict[str, bytes] | None = None,
+    phases: bool = False,
 ) -> str:
     """Train ``spec``'s config and seed, telling ``emit`` everything the store keeps. Returns the status.
 
-    ``warm``: warm starts the driver sent (file name -> bytes), put in this node's cache first. An exception
-    is told (traceback, and whether anything was recorded yet) and re-raised, so Tune's retry policy applies.
-    """
+    ``warm``: warm starts the driver sent (file name -> bytes), put in this node's cache first; ``phases``:
+    its phases told too (a sweep's display). An exception is told (traceback, and whether anything was
+    recorded yet) and re-raised, so Tune's retry policy applies."""
     from omegaconf import OmegaConf
 
     from ablate.trainer.core import train
+    from ablate.trainer.phases import report_phases_to
 
     mark("worker: trial started")
     emit({EVENT: "start", **node_facts()})
@@ -74,12 +76,16 @@ def run_trial(
         if show is not None:
             show(rec)
 
+    if phases:  # loading, warm start, evals: the sweep's display shows what a running trial is doing
+        report_phases_to(lambda what, took: emit({EVENT: "phase", "what": what, "seconds": took}))
     try:
         result = train(cfg, spec["seed"], report, checkpoint_uri=checkpoint_uri(cfg, spec))
     except BaseException:
         phase = "setup" if recorded == 0 else "training"  # nothing recorded yet: it failed starting up
         emit({EVENT: "error", "error": traceback.format_exc(), "phase": phase})
         raise
+    finally:
+        report_phases_to(None)
     tokens = max((r.get("tokens/total", 0.0) for r in result.history), default=0.0)
     emit(
         {

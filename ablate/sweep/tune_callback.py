@@ -31,6 +31,8 @@ class ProgressCallback(tune.Callback):
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if result.get(EVENT) == "record":
             self.progress.trial_step(self._key(trial), int(result["step"]))
+        elif result.get(EVENT) == "phase":
+            self.progress.trial_phase(self._key(trial), result["what"], result.get("seconds"))
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self.progress.trial_finished(self._key(trial), ok=True)

@@ -1,7 +1,10 @@
 """The phases of a trial that can take minutes before or between its steps (converting packaged weights,
 loading a model, the warm start, training the embedded reward model, an eval), announced where a person is
 watching (``python -m ablate mode=train``): a phase still running after ``QUIET_S`` says so, and says how
-long it took when it ends. Quick phases stay silent, so the toy model's trial prints what it printed before."""
+long it took when it ends. Quick phases stay silent, so the toy model's trial prints what it printed before.
+
+A sweep's trial tells the driver instead (``report_phases_to``): each phase's start and end as events, in the
+trial's own thread, and the sweep's display shows each running trial's phase (ablate.sweep.progress)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,9 @@ from contextlib import contextmanager
 
 QUIET_S = 2.0
 _sink: Callable[[str], None] | None = None
+_events: Callable[[str, float | None], None] | None = (
+    None  # (what, None) at a start, (what, seconds) at its end
+)
 
 
 def announce_to(sink: Callable[[str], None] | None) -> None:
@@ -20,20 +26,33 @@ def announce_to(sink: Callable[[str], None] | None) -> None:
     _sink = sink
 
 
+def report_phases_to(events: Callable[[str, float | None], None] | None) -> None:
+    """Tell ``events`` every phase's start ``(what, None)`` and end ``(what, seconds)`` (None: nobody)."""
+    global _events
+    _events = events
+
+
 @contextmanager
 def phase(what: str):
-    sink = _sink
-    if sink is None:
+    sink, events = _sink, _events
+    if sink is None and events is None:
         yield
         return
     t0 = time.perf_counter()
-    timer = threading.Timer(QUIET_S, lambda: sink(f"{what} ..."))
-    timer.daemon = True
-    timer.start()
+    timer = None
+    if sink is not None:
+        timer = threading.Timer(QUIET_S, lambda: sink(f"{what} ..."))
+        timer.daemon = True
+        timer.start()
+    if events is not None:
+        events(what, None)
     try:
         yield
     finally:
-        timer.cancel()
         took = time.perf_counter() - t0
-        if took >= QUIET_S:
-            sink(f"{what}: done in {took:.0f} s")
+        if timer is not None:
+            timer.cancel()
+            if took >= QUIET_S:
+                sink(f"{what}: done in {took:.0f} s")
+        if events is not None:
+            events(what, took)

@@ -16,9 +16,9 @@ EVAL_SET = "rollout.eval_sets={long: {task: {min_len: 4, max_len: 5}}}"  # a nam
 def swept(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")
     sp = write_sweep(root / "sweeps", "e2e", {"entropy_off": ["entropy=off"]})
-    proc = cli(
-        [sp, "sweep=e2e", "seeds=2", EVAL_SET], cwd=root, env={"ABLATE_TIMELINE": str(root / "timeline.txt")}
-    )
+    keep = ["train.save_final=true", f"train.checkpoint_dir={root / 'ck'}"]  # out of the hash: same run
+    proc = cli([sp, "sweep=e2e", "seeds=2", EVAL_SET, *keep], cwd=root,
+               env={"ABLATE_TIMELINE": str(root / "timeline.txt")})  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root, sp, proc
 
@@ -94,6 +94,46 @@ def test_rerun_skips_finished_trials(swept):
     proc = cli([sp, "sweep=e2e", "seeds=2", EVAL_SET], cwd=root)
     assert proc.returncode == 0 and "0 ran, 4 skipped" in proc.stdout
     assert {p: p.stat().st_mtime_ns for p in run.glob("*/seed=*/metrics.jsonl")} == before
+
+
+def test_a_rerun_with_another_metric_is_a_re_analysis_written_beside(swept):
+    """sweep.metric=reward/mean on a finished run: nothing reruns, plan.json and the run's own report stay as
+    they were, and the new reading is its own report folder, scored over steps (a per-step metric)."""
+    root, sp, _ = swept
+    run = the_run(root, "e2e")
+    own = root / "reports" / "e2e" / run.name
+    before = {p: p.read_bytes() for p in (run / "plan.json", own / "report.md", own / "table.csv")}
+    proc = cli([sp, "sweep=e2e", "seeds=2", EVAL_SET, "sweep.metric=reward/mean"], cwd=root)
+    assert proc.returncode == 0 and "0 ran, 4 skipped" in proc.stdout, proc.stdout + proc.stderr
+    assert {p: p.read_bytes() for p in before} == before
+    (beside,) = (root / "reports" / "e2e").glob(f"{run.name}-reward_mean-*")
+    assert f"report: reports/e2e/{beside.name}/report.md" in proc.stdout
+    md = (beside / "report.md").read_text()
+    assert "metric `reward/mean`" in md and "final 30% of steps" in md
+    assert f"A re-analysis of run `{run.name}`" in md
+    # the same command again writes the same folder (named by the analysis), and the own report is untouched
+    proc = cli([sp, "sweep=e2e", "seeds=2", EVAL_SET, "sweep.metric=reward/mean"], cwd=root)
+    assert len(list((root / "reports" / "e2e").glob(f"{run.name}-*"))) == 1
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_saved_policies_are_scored_on_a_set_named_after_the_run(swept):
+    """python -m ablate eval: every trial's saved policy scored on a new set, into the store beside its own
+    records, and the report rewritten with a column for it; a missing set is one line, nothing written."""
+    root, _, _ = swept
+    run = the_run(root, "e2e")
+    proc = cli(["eval", str(run)], cwd=root)
+    assert proc.returncode == 2 and "name the sets to score the saved policies on" in proc.stderr
+    assert not list(run.glob("*/seed=*/evals.jsonl"))
+    proc = cli(["eval", str(run), "rollout.eval_sets={short: {task: {min_len: 1, max_len: 2}}}"], cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[4/4]" in proc.stdout and "eval/short/positive_rate" in proc.stdout
+    for trial in run.glob("*/seed=*"):
+        (line,) = [json.loads(x) for x in (trial / "evals.jsonl").read_text().splitlines()]
+        assert 0.0 <= line["eval/short/positive_rate"] <= 1.0 and line["step"] == 6
+        assert not [k for k in line if k.startswith("eval/long/")]  # the sets named replace the trial's
+    md = (root / "reports" / "e2e" / run.name / "report.md").read_text()
+    assert "| variant | own eval set | long | short (saved policy) |" in md
 
 
 def test_dry_run_writes_nothing(tmp_path):

@@ -110,11 +110,14 @@ def test_run_trial_tells_the_recorder_everything_in_process(tmp_path, compose_cf
     assert (st["cpu_kernels"], st["cpu"]) == (describe(), cpu())  # what the numbers came from, per trial
     assert store.load_run(tmp_path)[1]["cpu"].tolist() == [cpu()]  # the report names it (Reproducibility)
     # each eval's kept samples are filed apart from the numbers, with their step
+    from ablate.config.metrics import SAMPLES_KEY
+    from ablate.report.samples import read_samples
+
     paths = store.trial_paths(tmp_path, "v", int(cfg.seed))
-    samples = store.read_samples(paths)
+    samples = read_samples(paths)
     evals = [r["step"] for r in store.read_metrics(paths.metrics) if "eval/positive_rate" in r]
     assert (
         sorted({s["step"] for s in samples}) == evals and len(samples) == len(evals) * cfg.rollout.eval_keep
     )
     assert all({"prompt", "answer", "completion", "reward", "correct"} <= set(s) for s in samples)
-    assert store.SAMPLES_KEY not in paths.metrics.read_text()
+    assert SAMPLES_KEY not in paths.metrics.read_text()

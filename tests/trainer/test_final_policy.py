@@ -91,3 +91,31 @@ def test_keeping_the_policy_needs_a_place(compose_cfg):
 def _dtype(folder: str) -> str:
     config = json.loads((Path(folder) / "config.json").read_text())
     return config.get("dtype") or config["torch_dtype"]  # transformers 5 / 4
+
+
+def test_a_saved_policy_scores_on_a_set_as_its_final_eval_did(compose_cfg, tmp_path):
+    """python -m ablate eval's scoring: the saved policy, at the trial's last step with the set's own stream,
+    draws the same answers as the trial's final eval of that set did -- so a set named after the run pairs
+    across variants like one planned with it."""
+    from omegaconf import OmegaConf
+
+    from ablate import store
+    from ablate.report.samples import read_samples
+    from ablate.sweep.recorder import TrialRecorder
+    from ablate.sweep.trial import run_trial
+    from ablate.trainer.policy_eval import score_saved_policy
+
+    sets = "rollout.eval_sets={long: {task: {min_len: 4, max_len: 5}, maj_k: [2]}}"
+    cfg = compose_cfg([*FAST, sets, "rollout.eval_keep=3", "train.save_final=true",
+                       f"train.checkpoint_dir={tmp_path / 'ck'}"])  # fmt: skip
+    spec = {"variant": "v", "seed": 0, "config_hash": "h", "config_yaml": OmegaConf.to_yaml(cfg), "factors": {},
+            "overrides": [], "sweep": "s", "run_id": "r"}  # fmt: skip
+    rec = TrialRecorder(tmp_path / "run", spec, "inv")
+    assert run_trial(spec, rec.handle) == "done"
+    paths = store.trial_paths(tmp_path / "run", "v", 0)
+    final = store.read_metrics(paths.metrics)[-1]
+    out = score_saved_policy(cfg, 0, json.loads(paths.status.read_text())["final_policy"])
+    assert out.extra == {k: v for k, v in final.items() if k.startswith("eval/long/")}
+    assert set(out.extra) == {"eval/long/positive_rate", "eval/long/maj@2"}
+    during = [s for s in read_samples(paths) if s["step"] == final["step"] and s.get("set") == "long"]
+    assert [s["completion"] for s in out.samples] == [s["completion"] for s in during] and len(during) == 3
