@@ -209,10 +209,10 @@ def check_runs_here(cfg) -> None:
     _check_hub_model(cfg.model.name)
     if t.verifier == "code" and not t.rewards:
         _check_sandbox()
-    if t.name in ("gsm8k", "math"):
+    if t.name in ("gsm8k", "math", "custom"):
         if importlib.util.find_spec("datasets") is None:
             _fail("task.name", t.name, "needs the 'data' extra (datasets): pip install -e '.[data]'")
-        _check_hub_dataset(t.path)
+        _check_hub_dataset(t.path, t.revision)
 
 
 @functools.cache  # one sandbox started per process, not one per variant
@@ -253,7 +253,7 @@ def _check_hub_model(name: str) -> None:
 
 
 @functools.cache
-def _check_hub_dataset(path: str) -> None:
+def _check_hub_dataset(path: str, revision: str) -> None:
     """A hub name must load here (the network, or the local datasets cache): found before launch, not as a
     ConnectionError traceback inside the first trial."""
     if not path or Path(path).exists():
@@ -261,7 +261,7 @@ def _check_hub_dataset(path: str) -> None:
     import datasets
 
     try:
-        datasets.load_dataset_builder(path, "main" if "gsm8k" in path else None)
+        datasets.load_dataset_builder(path, "main" if "gsm8k" in path else None, revision=revision or None)
     except Exception as e:  # noqa: BLE001 - ConnectionError, DatasetNotFoundError, ...: all mean "not here"
         _fail(
             "task.path",

@@ -41,6 +41,7 @@ class TaskConfig:
     train_split: str = "train"  # a hub split, or the name a folder's training files contain
     eval_split: str = "test"  # a hub split, or what a folder's eval files are named (else eval, dev, ...)
     eval_path: str = ""  # the eval set's own file or folder (local data)
+    revision: str = ""  # a hub dataset's commit, tag or branch; pinned at launch to the commit it resolves to
     eval_fraction: float = 0.0  # or hold out this share of the training file, drawn by data_seed
     data_fingerprint: str = ""  # set at launch: sha256 of the local data's contents (not a user setting)
     question_key: str = "question"

@@ -28,6 +28,7 @@ HASHED_WHEN_SET = {
         "format_noise": 0.0,
         "eval_path": "",
         "eval_fraction": 0.0,
+        "revision": "",
         "data_fingerprint": "",
         "rewards": [],
         "reward_weights": [],
@@ -66,7 +67,7 @@ HASHED_WHEN_SET = {
 UNUSED_UNLESS = {"algo": {"reward_model": ("kind", "learned")}}
 # ... and those of them added after warm starts were cached (a warm start's key hashes the whole task).
 WARMSTART_WHEN_SET = {
-    "task": ("format_noise", "eval_path", "eval_fraction", "data_fingerprint", "rewards", "reward_weights",
+    "task": ("format_noise", "eval_path", "eval_fraction", "revision", "data_fingerprint", "rewards", "reward_weights",
              "reward_signature", "reward_timeout", "correct_above", "reward_fingerprint"),
 }  # fmt: skip
 

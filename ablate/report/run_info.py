@@ -82,6 +82,10 @@ def describe_run(run: Path, plan: dict, trials: pd.DataFrame) -> dict:
     )
     if task.get("data_fingerprint"):
         info["data"] = data_text(task)
+    elif task.get("name") in ("gsm8k", "math", "custom") and not str(task.get("path", "/")).startswith(
+        ("/", ".", "~")
+    ):
+        info["data"] = hub_text(task)
     if task.get("rewards"):
         info["reward"] = reward_text(task)
     sets = (cfg.get("rollout") or {}).get("eval_sets") or {}
@@ -121,6 +125,15 @@ def data_text(task: dict) -> str:
     else:
         evals = "eval files of that folder"
     return f"data `{path}`, {evals}, contents sha256 `{task['data_fingerprint']}`"
+
+
+def hub_text(task: dict) -> str:
+    """A hub dataset and the commit its trials loaded, or a warning that it was not pinned (the hub could
+    not be reached at launch: two trials may have read different data)."""
+    rev = str(task.get("revision") or "")
+    at = (f"at commit `{rev[:12]}`" if len(rev) == 40 else f"at revision `{rev}`, not pinned to a commit"
+          if rev else "revision not pinned: the hub was not reached at launch")  # fmt: skip
+    return f"hub dataset `{task['path']}` {at}, eval split `{task.get('eval_split', '?')}`"
 
 
 def reward_text(task: dict) -> str:

@@ -10,6 +10,7 @@ from omegaconf import DictConfig
 
 def stamp_task_inputs(cfg: DictConfig) -> None:
     stamp_local_data(cfg)
+    stamp_hub_data(cfg)
     stamp_rewards(cfg)
     stamp_eval_sets(cfg)
 
@@ -44,6 +45,19 @@ def stamp_local_data(cfg: DictConfig) -> None:
     files = data_files(t)
     check_fields(files, {"task.question_key": t.question_key, "task.answer_key": t.answer_key})
     t.data_fingerprint = fingerprint(files)
+
+
+def stamp_hub_data(cfg: DictConfig) -> None:
+    """A hub dataset: ``task.revision`` pinned to the commit its name resolves to now, so every trial loads
+    the data that was planned and a dataset updated on the hub is a new trial. When neither the hub nor the
+    local datasets cache answers here (a cluster's nodes may have their own), it stays as given and the
+    report says the revision was not pinned; a run on this machine then stops in one line (check_runs_here)."""
+    from ablate.trainer.tasks.local_data import is_local
+    from ablate.trainer.tasks.math_datasets import hub_commit
+
+    t = cfg.task
+    if t.name in ("gsm8k", "math", "custom") and t.path and not is_local(t.path):
+        t.revision = hub_commit(t.path, t.revision) or t.revision
 
 
 def stamp_rewards(cfg: DictConfig) -> None:

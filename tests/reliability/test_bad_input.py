@@ -319,6 +319,7 @@ def test_a_hub_dataset_that_cannot_load_here_is_refused_before_launch(monkeypatc
     for argv in (
         ["sweep=smoke", "task=gsm8k", "model=smollm2", "dry_run=true"],
         ["mode=train", "task=math", "model=smollm2"],
+        ["mode=train", "task=custom", "model=smollm2", "task.path=someone/sums"],
     ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()

@@ -139,3 +139,123 @@ def test_every_node_is_checked_for_the_eval_file_too(tmp_path):
     )
     need = required_paths([OmegaConf.to_yaml(cfg)])
     assert need["/data/train.jsonl"] == "task.path" and need["/data/ev.jsonl"] == "task.eval_path"
+
+
+def _save(path, **splits):
+    """A folder datasets' save_to_disk writes: a DatasetDict of the given splits, or one Dataset (one=...)."""
+    import datasets
+
+    if "one" in splits:
+        datasets.Dataset.from_list(splits["one"]).save_to_disk(str(path))
+    else:
+        datasets.DatasetDict({k: datasets.Dataset.from_list(v) for k, v in splits.items()}).save_to_disk(
+            str(path)
+        )
+    return path
+
+
+def test_a_saved_dataset_dict_gives_its_train_and_eval_splits(tmp_path):
+    from ablate.sweep.task_inputs import stamp_local_data
+    from ablate.trainer.tasks.local_data import data_files, fields_of
+
+    saved = _save(tmp_path / "saved", train=_problems(4), validation=_problems(2, start=50))
+    files = data_files(_task(f"task.path={saved}"))
+    assert [f.name for f in files.train] == ["train"] and [f.name for f in files.eval] == ["validation"]
+    assert fields_of(files.train[0]) == ["question", "answer"]
+    data = load_task(_task(f"task.path={saved}"))
+    assert [p.answer for p in data.train] == ["1", "2", "3", "4"] and [p.answer for p in data.eval] == [
+        "51",
+        "52",
+    ]
+    cfg = compose(["task=custom", "model=smollm2", f"task.path={saved}"])
+    stamp_local_data(cfg)
+    again = compose(["task=custom", "model=smollm2", f"task.path={saved}"])
+    _save(
+        tmp_path / "saved", train=_problems(4), validation=_problems(2, start=50)
+    )  # written anew, same rows
+    stamp_local_data(again)
+    assert again.task.data_fingerprint == cfg.task.data_fingerprint
+    _save(tmp_path / "saved", train=_problems(4), validation=_problems(2, start=60))
+    changed = compose(["task=custom", "model=smollm2", f"task.path={saved}"])
+    stamp_local_data(changed)
+    assert changed.task.data_fingerprint != cfg.task.data_fingerprint
+
+
+def test_a_saved_dataset_is_one_file_and_its_mistakes_are_one_line(tmp_path):
+    from ablate.sweep.task_inputs import stamp_local_data
+
+    one = _save(tmp_path / "one", one=_problems(10))
+    data = load_task(_task(f"task.path={one}", "task.eval_fraction=0.2"))
+    assert len(data.train) == 8 and len(data.eval) == 2
+    with pytest.raises(ConfigError, match="is one file: name the eval set"):
+        load_task(_task(f"task.path={one}"))
+    saved = _save(tmp_path / "dict", train=_problems(3), extra=_problems(1))
+    with pytest.raises(ConfigError, match="no eval split in this saved dataset .* its splits: train, extra"):
+        load_task(_task(f"task.path={saved}"))
+    with pytest.raises(ConfigError, match="no split 'learn' in this saved dataset"):
+        load_task(_task(f"task.path={saved}", "task.train_split=learn"))
+    with pytest.raises(ConfigError, match="is a saved DatasetDict: name one of its splits' folders"):
+        load_task(_task(f"task.path={saved}", f"task.eval_path={saved}"))
+    data = load_task(_task(f"task.path={saved}", f"task.eval_path={one}"))
+    assert len(data.train) == 3 and len(data.eval) == 10
+    cfg = compose(["task=custom", "model=smollm2", f"task.path={saved}", "task.question_key=problem",
+                   f"task.eval_path={one}"])  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="task.question_key='problem': no such field in .*; its fields: question"
+    ):
+        stamp_local_data(cfg)
+
+
+class _Hub:
+    """What datasets.load_dataset_builder reads from the hub (no network here): a dataset's commit."""
+
+    def __init__(self):
+        self.commit, self.asked = "a" * 40, []
+
+    def builder(self, path, name=None, revision=None, **kw):
+        self.asked.append((path, revision))
+        return type("Builder", (), {"hash": self.commit})()
+
+
+def test_a_hub_dataset_is_pinned_to_the_commit_it_resolves_to(monkeypatch):
+    import datasets
+
+    from ablate.sweep.plan import build_plan
+
+    hub = _Hub()
+    monkeypatch.setattr(datasets, "load_dataset_builder", hub.builder)
+    args = ["sweep=real_cpu", "seeds=1", "task=custom", "task.path=someone/sums"]
+    first = build_plan(compose(args), args)
+    assert f"revision: {'a' * 40}" in first.trials[0].config_yaml
+    assert ("someone/sums", None) in hub.asked
+    hub.commit = "b" * 40  # the dataset was updated on the hub: a new trial
+    assert build_plan(compose(args), args).trials[0].config_hash != first.trials[0].config_hash
+    pinned = [*args, "task.revision=v1.0"]
+    assert f"revision: {'b' * 40}" in build_plan(compose(pinned), pinned).trials[0].config_yaml
+    assert ("someone/sums", "v1.0") in hub.asked
+
+
+def test_a_trial_loads_the_hub_dataset_at_the_pinned_commit(monkeypatch):
+    import datasets
+
+    asked = []
+
+    def load_dataset(path, name=None, split=None, revision=None, **kw):
+        asked.append((path, split, revision))
+        return _problems(3)
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    data = load_task(_task("task.path=someone/sums", f"task.revision={'c' * 40}"))
+    assert len(data.train) == 3
+    assert asked == [("someone/sums", "train", "c" * 40), ("someone/sums", "test", "c" * 40)]
+
+
+def test_the_report_says_which_hub_commit_was_read_or_that_none_was_pinned():
+    from ablate.report.run_info import hub_text
+
+    task = {"name": "custom", "path": "someone/sums", "eval_split": "test"}
+    assert hub_text({**task, "revision": "c" * 40}) == (
+        "hub dataset `someone/sums` at commit `cccccccccccc`, eval split `test`"
+    )
+    assert "revision not pinned: the hub was not reached at launch" in hub_text(task)
+    assert "at revision `v1.0`, not pinned to a commit" in hub_text({**task, "revision": "v1.0"})

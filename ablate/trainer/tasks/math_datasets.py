@@ -41,6 +41,10 @@ def _datasets():
 
 
 def _load_files(files) -> list[dict]:
+    if len(files) > 1 and len({"dir" if f.is_dir() else FORMATS[f.suffix] for f in files}) > 1:
+        return [row for f in files for row in _load_files([f])]  # a folder of mixed formats: one at a time
+    if files[0].is_dir():  # a folder datasets' save_to_disk wrote
+        return [row for f in files for row in _datasets().load_from_disk(str(f))]
     fmt = FORMATS[files[0].suffix]
     return list(_datasets().load_dataset(fmt, data_files=[str(f) for f in files], split="train"))
 
@@ -63,8 +67,27 @@ def _local_rows(cfg) -> tuple[list[dict], list[dict]]:
     return [r for i, r in enumerate(train) if i not in held], [train[i] for i in sorted(held)]
 
 
+def _hub_config(path: str) -> str | None:
+    return "main" if "gsm8k" in path else None
+
+
 def _hub_rows(cfg, split: str) -> list[dict]:
-    return list(_datasets().load_dataset(cfg.path, "main" if "gsm8k" in cfg.path else None, split=split))
+    rows = _datasets().load_dataset(
+        cfg.path, _hub_config(cfg.path), split=split, revision=cfg.revision or None
+    )
+    return list(rows)
+
+
+def hub_commit(path: str, revision: str) -> str:
+    """The commit a hub dataset's name (at ``revision``: a commit, tag or branch; the newest when empty)
+    resolves to, from the hub or the local datasets cache; '' when neither answers. Not cached: a dataset
+    updated on the hub between two sweeps must be seen."""
+    try:
+        builder = _datasets().load_dataset_builder(path, _hub_config(path), revision=revision or None)
+    except Exception:  # noqa: BLE001 - no network, not cached, gated: the caller's checks say so in one line
+        return ""
+    commit = getattr(builder, "hash", None)  # a hub dataset's module hash is the commit it was read at
+    return commit if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit) else ""
 
 
 def _make(cfg, extract) -> TaskData:
