@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ablate.config.metrics import CODE_OUTCOMES as METRIC_OUTCOMES
 from ablate.registry import Registry
 from ablate.trainer.tasks import Problem
-from ablate.trainer.timeouts import call_with_timeout
+from ablate.trainer.timeouts import WorkerDied, call_with_timeout
 
 VERIFIERS = Registry("reward verifier", "task.verifier")
 
@@ -72,7 +72,7 @@ def verify_math(text: str, problem: Problem, open_: str = "\\boxed{", close: str
         else:  # a Ray Tune trial's thread: no alarm there, so a worker process that is killed on overrun
             try:
                 ok = call_with_timeout(_math_verify, (problem.answer, candidate, None), MATH_VERIFY_SECONDS)
-            except TimeoutError:
+            except (TimeoutError, WorkerDied):  # a pathological answer: not a right one
                 ok = False
     except ImportError:
         try:

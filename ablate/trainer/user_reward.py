@@ -274,10 +274,13 @@ class UserRewards:
     def _call(self, ref: str, sig: str, batch: RewardBatch) -> list[float | None]:
         if self.timeout <= 0:
             return call(ref, sig, batch, self.planned[ref])
-        from ablate.trainer.timeouts import call_with_timeout
+        from ablate.trainer.timeouts import WorkerDied, call_with_timeout
 
         try:
             return call_with_timeout(call, (ref, sig, batch, self.planned[ref]), self.timeout)
+        except WorkerDied as e:
+            raise RewardError(f"reward {ref}: {str(e).split(' ', 1)[1]} on a batch of {len(batch.completions)} "
+                              f"completions (first: {_sample(batch, 0)})") from None  # fmt: skip
         except TimeoutError:
             raise RewardError(f"reward {ref} ran over task.reward_timeout={self.timeout:g} s on a batch of "
                               f"{len(batch.completions)} completions (first: {_sample(batch, 0)})") from None  # fmt: skip

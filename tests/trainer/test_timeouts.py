@@ -34,3 +34,23 @@ def test_math_verify_in_a_thread_answers_through_the_worker():
     th.start()
     th.join(120)
     assert out == {"right": 1.0, "wrong": 0.0}
+
+
+def test_a_worker_that_dies_mid_call_is_told_apart_from_an_overrun():
+    import os
+
+    from ablate.trainer.timeouts import WorkerDied
+
+    t0 = time.monotonic()
+    with pytest.raises(WorkerDied, match=r"_exit ended its process \(exit code 3\)"):
+        call_with_timeout(os._exit, (3,), 60)
+    assert time.monotonic() - t0 < 30  # at once, not after the 60 s limit
+    with pytest.raises(ZeroDivisionError):  # the function's own exception comes back as itself
+        call_with_timeout(divmod, (1, 0), 60)
+    with pytest.raises(EOFError, match="the user's"):  # even one the pipe itself could raise
+        call_with_timeout(_raise_eof, (), 60)
+    assert call_with_timeout(abs, (-3,), 60) == 3
+
+
+def _raise_eof():
+    raise EOFError("the user's")

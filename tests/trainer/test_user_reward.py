@@ -5,6 +5,7 @@ repo, as a user's do."""
 from __future__ import annotations
 
 import textwrap
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -52,6 +53,10 @@ def no_score(data_source, solution_str, ground_truth, extra_info=None):
 
 def slow(completions, **kwargs):
     time.sleep(30)
+
+def exits(completions, **kwargs):
+    import os
+    os._exit(7)
 
 def unclear(x, y):
     return 0
@@ -175,6 +180,16 @@ def test_a_reward_over_its_time_is_stopped(rewards_file):
     assert ur.UserRewards(_task([f"{rewards_file}:exact"], reward_timeout=30.0)).score(_batch(["ab"]))[0] == [
         1.0
     ]
+
+
+def test_a_reward_that_ends_its_process_is_said_so_at_once(rewards_file):
+    users = ur.UserRewards(_task([f"{rewards_file}:exits"], reward_timeout=60.0))
+    t0 = time.monotonic()
+    with pytest.raises(
+        ur.RewardError, match=r"rewards.py:exits: ended its process \(exit code 7\) on a batch of 2"
+    ):
+        users.score(_batch(["ab", "cd"]))
+    assert time.monotonic() - t0 < 30  # not after its 60 s limit, as a timeout
 
 
 def test_an_edited_reward_file_stops_a_planned_trial(rewards_file):
