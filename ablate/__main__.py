@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         cfg = _composed(argv, multirun)
-        validate_launch(cfg)
+        validate_launch(cfg, here=not print_cfg)
         mark("driver: composed")
         if print_cfg:
             print(config_to_show(cfg, argv, show_variant))

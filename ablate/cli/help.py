@@ -134,7 +134,7 @@ def config_to_show(cfg, argv: list[str], variant: str | None) -> str:
         return OmegaConf.to_yaml(cfg)
     from ablate.sweep.plan import build_plan
 
-    plan = build_plan(cfg, argv)
+    plan = build_plan(cfg, argv, here=False)
     name = plan.baseline if variant is None else variant
     trial = next((t for t in plan.trials if t.variant == name), None)
     if trial is None:

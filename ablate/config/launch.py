@@ -20,10 +20,15 @@ from ablate.config.checks import _at_least, _fail, _one_of, _positive
 MAX_SHARED_UTILIZATION = 0.9
 
 
-def validate_launch(cfg) -> None:
-    """Checks on the run as a whole (launcher, logger, seeds), beyond one trial's values."""
+def validate_launch(cfg, here: bool = True) -> None:
+    """Checks on the run as a whole (launcher, logger, seeds), beyond one trial's values. ``here=False``
+    (``--cfg job``: show the config, run nothing) checks the values only, not what this machine has: a GPU
+    preset's config can be read on a laptop."""
     _check_cpus(cfg)
-    _check_gpus(cfg)
+    _check_gpus(cfg, here)
+    if not here:
+        _check_retries_and_seeds(cfg)
+        return
     if cfg.rollout.backend == "vllm" and not cfg.ray.address:  # local run: check here, not inside a worker
         from ablate.trainer.rollout.vllm import platform_problem  # a CUDA GPU, or vLLM's CPU build
 
@@ -85,7 +90,7 @@ def _check_cpus(cfg) -> None:
         _fail("launcher.mean_length_fraction", cfg.launcher.mean_length_fraction, "must be in (0, 1]")
 
 
-def _check_gpus(cfg) -> None:
+def _check_gpus(cfg, here: bool = True) -> None:
     """GPUs per trial: whole GPUs for data-parallel trials, fractions packed only where they fit (vLLM's share
     is of the whole card), and never more than Ray has or this machine shows."""
     if cfg.launcher.gpus_per_trial < 0:
@@ -125,7 +130,7 @@ def _check_gpus(cfg) -> None:
                 g,
                 f"more than launcher.num_gpus={cfg.launcher.num_gpus}: Ray could never schedule a trial",
             )
-    elif g > 0 and cfg.mode == "sweep" and not cfg.ray.address:  # embedded Ray would wait forever for it
+    elif here and g > 0 and cfg.mode == "sweep" and not cfg.ray.address:  # embedded Ray would wait for it
         import torch
 
         if not torch.cuda.is_available():

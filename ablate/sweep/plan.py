@@ -122,10 +122,11 @@ def config_hash(cfg: DictConfig) -> str:
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
+def build_plan(cfg: DictConfig, cli_overrides: list[str], here: bool = True) -> Plan:
     """Compose and validate every trial; raises ConfigError (nothing is written) on any bad input. The steps:
     the sweep file and its statistics checked, its variants (on each task), each variant composed and checked
-    against the baseline, each seed's trial as it will run, the run's identity."""
+    against the baseline, each seed's trial as it will run, the run's identity. ``here=False`` (--cfg job)
+    leaves out what only a run on this machine needs (a GPU, vLLM, the data extra)."""
     spec = _sweep_spec(cfg)
     auto = cfg.seeds == "auto"
     seeds = _seeds(cfg, auto)
@@ -143,7 +144,7 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str]) -> Plan:
     notes: list[str] = []
     for name, ovs in variants.items():
         overrides = merge_overrides(shared, ovs)
-        base = _compose_variant(composer, cfg, spec, name, ovs, overrides, reference)
+        base = _compose_variant(composer, cfg, spec, name, ovs, overrides, reference, here)
         variant_hashes.append((name, config_hash(base)))
         _refuse_same_as_baseline(spec, name, ovs, trial_cli, variant_hashes, tasks)
         made, run_hash = _seed_trials(
@@ -233,7 +234,7 @@ def _relative_reference(composer: Composer, sweep: str, shared: list[str], varia
         raise ConfigError(f"sweep {sweep!r}: {e}") from None
 
 
-def _compose_variant(composer: Composer, cfg: DictConfig, spec, name: str, ovs, overrides, reference):
+def _compose_variant(composer: Composer, cfg: DictConfig, spec, name: str, ovs, overrides, reference, here):
     """One variant's trial config (seed aside) from the sweep's, the command line's and its own ``ovs``,
     checked as a trial, here if the embedded Ray runs it, and against the sweep's metric."""
     for ov in ovs:
@@ -248,7 +249,7 @@ def _compose_variant(composer: Composer, cfg: DictConfig, spec, name: str, ovs, 
         validate_trial(base)
         refuse_inert(ovs, base)
         stamp_task_inputs(base)
-        if not cfg.ray.address:  # the embedded Ray runs it here
+        if here and not cfg.ray.address:  # the embedded Ray runs it here
             check_runs_here(base)
         validate_metric(spec.metric, base.train.eval_every, trial_metrics(base))
     except ConfigError as e:

@@ -1,6 +1,7 @@
 """Hydra habits and store-aware commands: -m comma lists as an ad-hoc sweep, --cfg job of a sweep's trial,
 dry_run that reads the store, seeds that add to a run, `report runs/<sweep>` listing the runs."""
 
+import importlib.util
 import json
 
 import pandas as pd
@@ -28,6 +29,24 @@ def test_cfg_job_shows_the_baseline_trial_of_a_sweep(capsys):
     assert main(["sweep=technique_matrix", "--cfg", "job", "variant=k_16", "train.steps=7"]) == 0
     cfg = _yaml_after_comment(capsys.readouterr().out)
     assert cfg["algo"]["responses_per_prompt"] == 16 and cfg["train"]["steps"] == 7
+
+
+def test_cfg_job_shows_a_gpu_presets_config_on_a_machine_without_gpu_or_vllm(capsys, monkeypatch):
+    """--cfg job shows a config without running it: what only a run here needs (a CUDA GPU, vLLM, the hub)
+    is not asked for; the same command without --cfg still is."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    gpu = ["preset=seed_7b_math", "model.name=Qwen/Qwen2.5-Math-7B"]
+    for argv in (
+        [*gpu, "--cfg", "job"],
+        [*gpu, "mode=train", "--cfg", "job"],
+        [*gpu, "sweep=smoke", "--cfg", "job"],
+    ):
+        assert main(argv) == 0, argv
+        cfg = _yaml_after_comment(capsys.readouterr().out)
+        assert cfg["rollout"]["backend"] == "vllm" and cfg["train"]["device"] == "cuda"
+    if importlib.util.find_spec("vllm") is None:  # this machine cannot run it: a run (not --cfg) says so
+        assert main([*gpu, "sweep=smoke", "dry_run=true"]) == 2
+        assert "rollout.backend='vllm'" in capsys.readouterr().err
 
 
 def test_multirun_plans_a_factorial_sweep_against_the_first_values(capsys):

@@ -207,14 +207,15 @@ def test_a_saved_dataset_is_one_file_and_its_mistakes_are_one_line(tmp_path):
 
 
 class _Hub:
-    """What datasets.load_dataset_builder reads from the hub (no network here): a dataset's commit."""
+    """What the hub answers about a dataset (no network here): its commit. datasets' check that it loads here
+    is answered too (check_runs_here), as the local cache would."""
 
     def __init__(self):
         self.commit, self.asked = "a" * 40, []
 
-    def builder(self, path, name=None, revision=None, **kw):
+    def dataset_info(self, path, revision=None, **kw):
         self.asked.append((path, revision))
-        return type("Builder", (), {"hash": self.commit})()
+        return type("DatasetInfo", (), {"sha": self.commit})()
 
 
 def test_a_hub_dataset_is_pinned_to_the_commit_it_resolves_to(monkeypatch):
@@ -222,8 +223,13 @@ def test_a_hub_dataset_is_pinned_to_the_commit_it_resolves_to(monkeypatch):
 
     from ablate.sweep.plan import build_plan
 
+    import huggingface_hub
+
     hub = _Hub()
-    monkeypatch.setattr(datasets, "load_dataset_builder", hub.builder)
+    monkeypatch.setattr(
+        huggingface_hub.HfApi, "dataset_info", lambda self, *a, **kw: hub.dataset_info(*a, **kw)
+    )
+    monkeypatch.setattr(datasets, "load_dataset_builder", lambda *a, **kw: None)
     args = ["sweep=real_cpu", "seeds=1", "task=custom", "task.path=someone/sums"]
     first = build_plan(compose(args), args)
     assert f"revision: {'a' * 40}" in first.trials[0].config_yaml

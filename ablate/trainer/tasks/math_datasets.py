@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 
@@ -80,14 +81,21 @@ def _hub_rows(cfg, split: str) -> list[dict]:
 
 def hub_commit(path: str, revision: str) -> str:
     """The commit a hub dataset's name (at ``revision``: a commit, tag or branch; the newest when empty)
-    resolves to, from the hub or the local datasets cache; '' when neither answers. Not cached: a dataset
-    updated on the hub between two sweeps must be seen."""
-    try:
-        builder = _datasets().load_dataset_builder(path, _hub_config(path), revision=revision or None)
-    except Exception:  # noqa: BLE001 - no network, not cached, gated: the caller's checks say so in one line
+    resolves to: one request to the hub, no retries (an unreachable hub must not stall a dry run); '' when it
+    does not answer or the hub is off (HF_HUB_OFFLINE). Not cached: a dataset updated on the hub between two
+    sweeps must be seen."""
+    if (
+        os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "")
+        or os.environ.get("HF_DATASETS_OFFLINE", "0") != "0"
+    ):
         return ""
-    commit = getattr(builder, "hash", None)  # a hub dataset's module hash is the commit it was read at
-    return commit if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit) else ""
+    from huggingface_hub import HfApi
+
+    try:
+        sha = HfApi().dataset_info(path, revision=revision or None, timeout=10).sha
+    except Exception:  # noqa: BLE001 - no network, gated, no such dataset: the caller's checks say so in one line
+        return ""
+    return sha if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{40}", sha) else ""
 
 
 def _make(cfg, extract) -> TaskData:
