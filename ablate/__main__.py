@@ -11,6 +11,7 @@ import os
 import sys
 
 from ablate import cpu_kernels
+from ablate.cli.argv_forms import normalized
 from ablate.cli.help import config_to_show, help_text, info_text
 from ablate.cli.report_cmd import REPORT_HELP, run_report, run_report_mode
 from ablate.cli.sweep_cmd import run_sweep
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from ablate.sweep.errors import SweepLocked, SweepStopped, SystemicFailure
 
     try:
+        argv = normalized(argv)
         cfg = _composed(argv, multirun)
         validate_launch(cfg, here=not print_cfg)
         mark("driver: composed")

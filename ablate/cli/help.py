@@ -16,7 +16,13 @@ USAGE = """usage: python -m ablate [OVERRIDES...]            run a sweep (defaul
        python -m ablate sweep=NAME dry_run=true   print the trial plan and exit
        python -m ablate --version | --info        print the version | versions and where conf/ is
 
-options: seeds=N | seeds=[3,7]   run_id=NAME   fresh=true   logger=wandb   launcher=cluster (or ray.address=auto)
+launch options (not part of any trial):
+  seeds=N | seeds=[3,7] | 'seeds=range(3,8)'  the seeds each variant runs (a sweep); seed=N: mode=train's
+  sweep=NAME | sweep=path/to/file.yaml       a packaged sweep, or your own sweep file
+  runs_dir=runs                              where the store is written (runs/<sweep>/<run_id>/...)
+  reports_dir=                               where reports go; empty: beside runs_dir (runs -> reports)
+  run_id=NAME   fresh=true (a new run; mode=train: train a finished trial again)   dry_run=true
+  logger=wandb   progress=false   launcher=cluster (or ray.address=auto)   launcher.num_cpus=N
 """
 
 

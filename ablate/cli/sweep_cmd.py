@@ -31,7 +31,7 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         elif why := absurd_reason(plan, cfg, per_trial):
             print(f"warning: a launch would be refused: {why}", file=sys.stderr)
     if cfg.dry_run:
-        _warn(plan)
+        _warn(plan, cfg)
         return 0
     if cfg.ray.address:
         from ablate.sweep.cluster import probe
@@ -48,7 +48,7 @@ def run_sweep(cfg, overrides: list[str]) -> int:
         except ConfigError:
             ray_session.stop()
             raise
-    _warn(plan)  # after every refusal (a dead cluster address included): a refused plan gets one line
+    _warn(plan, cfg)  # after every refusal (a dead cluster address included): a refused plan gets one line
     t0 = time.time()
     counts = execute(plan, cfg, SweepProgress() if cfg.progress else None)
     mark("driver: trials done")
@@ -62,9 +62,10 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     if cfg.logger == "wandb":
         import pandas as pd
 
-        from ablate.report.wandb_summary import log_summary
+        from ablate.report.wandb_summary import log_summary, where_line
 
         log_summary(cfg, plan.sweep, plan.run_id, pd.read_csv(out / "table.csv"), run)
+        print(where_line(cfg, plan.sweep, plan.run_id, run))
     print(
         f"sweep {plan.sweep} run {plan.run_id}: {counts['ran']} ran, {counts['skipped']} skipped (finished before), "
         f"{counts['failed']} failed, in {time.time() - t0:.1f} s"
@@ -74,6 +75,23 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     return 0 if counts["failed"] == 0 else 1
 
 
-def _warn(plan) -> None:
-    for note in plan.warnings:
+def _warn(plan, cfg) -> None:
+    for note in [*plan.warnings, *launch_warnings(cfg)]:
         print(f"warning: {note}", file=sys.stderr)
+
+
+def launch_warnings(cfg) -> list[str]:
+    """What the launch settings ask of this machine that it does not have (embedded Ray only: a cluster's
+    nodes have their own CPUs)."""
+    import os
+
+    cpus = os.cpu_count() or 1
+    n = cfg.launcher.num_cpus
+    if cfg.ray.address or not n or n <= cpus:
+        return []
+    at_once = int(n // cfg.launcher.cpus_per_trial)
+    return [
+        f"launcher.num_cpus={n} on a machine of {cpus} CPUs: Ray runs up to {at_once} trials at once on {cpus} "
+        f"cores (each slower, together no faster, with the memory of {at_once}); leave it unset to use the {cpus} "
+        "it has"
+    ]

@@ -28,17 +28,15 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     import uuid
 
     from ablate import store
-    from ablate.sweep.plan import config_hash
     from ablate.sweep.recorder import TrialRecorder
-    from ablate.sweep.task_inputs import stamp_task_inputs
     from ablate.sweep.trial import run_trial
 
-    # Kept like a sweep's trial: runs/train/<config hash>/train/seed=<n>/{config.yaml, metrics.jsonl, status.json}
-    stamp_task_inputs(cfg)  # before the hash: the data and reward files are part of the trial
-    h = config_hash(cfg)
-    run = store.run_dir(Path(cfg.runs_dir).resolve(), "train", h[:10])
-    spec = {"variant": "train", "seed": int(cfg.seed), "config_hash": h, "config_yaml": OmegaConf.to_yaml(cfg),
-            "factors": {}, "overrides": list(overrides), "sweep": "train", "run_id": run.name}  # fmt: skip
+    run, spec = _trial_spec(cfg, overrides)
+    if not cfg.fresh and store.is_finished(
+        store.trial_paths(run, "train", int(cfg.seed)), spec["config_hash"]
+    ):
+        _already_trained(store.trial_paths(run, "train", int(cfg.seed)))  # as a sweep skips it
+        return 0
     w = cfg.wandb
     logger = {"name": cfg.logger, "project": w.project, "entity": w.entity, "mode": w.mode}
     if cfg.dry_run:
@@ -72,6 +70,37 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     if st.get("final_policy"):
         print(f"policy: {st['final_policy']} (a Hugging Face folder, train.save_final)", flush=True)
     return 0 if status == "done" else 1
+
+
+def _trial_spec(cfg, overrides) -> tuple[Path, dict]:
+    """Kept like a sweep's trial: runs/train/<config hash>/train/seed=<n>/{config.yaml, metrics.jsonl, ...}."""
+    from ablate import store
+    from ablate.sweep.plan import config_hash
+    from ablate.sweep.task_inputs import stamp_task_inputs
+
+    stamp_task_inputs(cfg)  # before the hash: the data and reward files are part of the trial
+    h = config_hash(cfg)
+    run = store.run_dir(Path(cfg.runs_dir).resolve(), "train", h[:10])
+    spec = {"variant": "train", "seed": int(cfg.seed), "config_hash": h, "config_yaml": OmegaConf.to_yaml(cfg),
+            "factors": {}, "overrides": list(overrides), "sweep": "train", "run_id": run.name}  # fmt: skip
+    return run, spec
+
+
+def _already_trained(paths) -> None:
+    """The same trial finished before: say where and how it ended instead of training it over."""
+    from ablate import store
+
+    st = store.read_status(paths) or {}
+    evals = [
+        r["eval/positive_rate"] for r in store.complete_records(paths, st) or [] if "eval/positive_rate" in r
+    ]
+    final = f", final eval/positive_rate {evals[-1]:.3f}" if evals else ""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(st.get("ended") or 0))
+    print(
+        f"already trained: {paths.dir} (finished {when}{final}); nothing rerun (fresh=true trains it again)"
+    )
+    if st.get("final_policy"):
+        print(f"policy: {st['final_policy']} (a Hugging Face folder, train.save_final)")
 
 
 def _show_step(rec: dict, steps: int) -> None:

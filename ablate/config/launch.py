@@ -158,6 +158,13 @@ def _check_retries_and_seeds(cfg) -> None:
             cfg.seeds,
             "is a sweep's; mode=train runs one trial: seed=N (or run a sweep: sweep=NAME seeds=...)",
         )
+    if cfg.mode == "train" and cfg.get("sweep") is not None:
+        _fail(
+            "sweep",
+            cfg.sweep.name,
+            "mode=train runs one trial and would not use it: drop mode=train to run the sweep, or drop sweep= "
+            f"to train one trial (a variant's config: python -m ablate sweep={cfg.sweep.name} --cfg job variant=NAME)",
+        )
 
 
 def looks_local(name: str) -> bool:

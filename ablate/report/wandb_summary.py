@@ -6,12 +6,32 @@ a property of the group, and W&B shows a group's tables only when some run logs 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
 
 SHOWN = ["variant", "changed", "n_pairs", "delta", "ci_low", "ci_high", "ci_level", "p", "p_adj", "verdict",
          "verdict_text", "mde", "tokens_ratio"]  # fmt: skip
+
+
+def quiet():
+    """W&B's own lines (a banner, a history sparkline and a summary per run: ~37 lines a trial) kept off the
+    terminal; the sweep prints where the runs went in one line (where_line)."""
+    import wandb
+
+    return wandb.Settings(silent=True)
+
+
+def where_line(cfg, sweep: str, run_id: str, run_dir: Path) -> str:
+    """Where the sweep's W&B runs are: the group online, or the offline folders and the command to upload."""
+    group, mode = f"{sweep}/{run_id}", cfg.wandb.mode or os.environ.get("WANDB_MODE") or "online"
+    if mode == "offline":
+        n = len(list(Path(run_dir).glob("**/wandb/offline-run-*")))
+        return (f"W&B (offline): {n} runs, group {group}, under {run_dir}; upload: wandb sync "
+                f"{run_dir}/*/seed=*/wandb/offline-run-* {run_dir}/wandb/offline-run-*")  # fmt: skip
+    where = f"{cfg.wandb.entity}/{cfg.wandb.project}" if cfg.wandb.entity else cfg.wandb.project
+    return f"W&B: project {where}, group {group} ({mode})"
 
 
 def log_summary(cfg, sweep: str, run_id: str, table: pd.DataFrame, run_dir: Path) -> None:
@@ -26,6 +46,7 @@ def log_summary(cfg, sweep: str, run_id: str, table: pd.DataFrame, run_dir: Path
         job_type="summary",
         name=f"{sweep}-{run_id}-verdicts",
         reinit="finish_previous",
+        settings=quiet(),
     )
     cols = [c for c in SHOWN if c in table.columns]
     run.log({"verdicts": wandb.Table(dataframe=table[cols].astype({"verdict": str}))})

@@ -178,6 +178,8 @@ def _wandb_run(logger: dict, spec: dict, directory: Path):
     import wandb
     import yaml
 
+    from ablate.report.wandb_summary import quiet
+
     return wandb.init(
         project=logger["project"],
         entity=logger["entity"],
@@ -188,4 +190,5 @@ def _wandb_run(logger: dict, spec: dict, directory: Path):
         name=f"{spec['variant']}-seed{spec['seed']}",
         config=yaml.safe_load(spec["config_yaml"]),
         reinit="create_new",
+        settings=quiet(),
     )

@@ -164,7 +164,11 @@ BAD = [
     (["sweep=smoke", "algo.responses_per_prompt=100000"], "add force=true"),
     (["sweep=technique_matrix", "entropy=off"], "makes variant 'entropy_off' identical to the baseline"),
     (["sweep=technique_matrix", "--cfg", "job", "variant=nope"], "variant='nope': not in sweep"),
-    (["-m", "seeds=1,2"], "seeds=1,2: -m sweeps over trial settings; seeds is a launch key"),
+    (["-m", "seeds=1,2"], "-m: no comma list to sweep over"),  # seeds=1,2 is the list [1,2], no axis
+    (
+        ["-m", "k=8,16", "runs_dir=a,b"],
+        "runs_dir=a,b: -m sweeps over trial settings; runs_dir is a launch key",
+    ),
     (["-m", "kl=none"], "-m: no comma list to sweep over"),
     (["-m", "k=8,8"], "k=8,8: a value repeats in the comma list"),
     (["-m", "kl=none,bogus"], "kl='bogus': unknown option"),
@@ -500,8 +504,9 @@ def test_gpu_request_passes_where_gpus_are_declared_or_remote():
     from ablate.compose import compose
     from ablate.config import validate_launch
 
-    for extra in (["launcher.num_gpus=2"], ["ray.address=auto"], ["mode=train"]):
-        validate_launch(compose(["sweep=technique_matrix", "launcher.gpus_per_trial=1", *extra]))
+    for extra in (["sweep=technique_matrix", "launcher.num_gpus=2"], ["sweep=technique_matrix", "ray.address=auto"],
+                  ["mode=train"]):  # fmt: skip
+        validate_launch(compose(["launcher.gpus_per_trial=1", *extra]))
 
 
 def test_metric_list_covers_what_a_trial_records():

@@ -179,3 +179,8 @@ def test_wandb_offline_logs_every_trial(tmp_path):
     (summary,) = list(tmp_path.glob(f"runs/wb/{run_id}/wandb/offline-run-*/run-*.wandb"))
     data = summary.read_bytes()  # the group's summary run: the verdict table and each row's verdict
     assert b"verdicts" in data and b"verdict/entropy_off" in data and b"summary" in data
+    # W&B's own banner, sparklines and summaries (~37 lines a run) stay off the terminal: one line says where
+    assert "wandb:" not in proc.stdout + proc.stderr
+    assert (
+        f"W&B (offline): 3 runs, group wb/{run_id}, under runs/wb/{run_id}; upload: wandb sync" in proc.stdout
+    )

@@ -220,10 +220,9 @@ class _Hub:
 
 def test_a_hub_dataset_is_pinned_to_the_commit_it_resolves_to(monkeypatch):
     import datasets
+    import huggingface_hub
 
     from ablate.sweep.plan import build_plan
-
-    import huggingface_hub
 
     hub = _Hub()
     monkeypatch.setattr(
