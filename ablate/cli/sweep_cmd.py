@@ -62,10 +62,9 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     if cfg.logger == "wandb":
         import pandas as pd
 
-        from ablate.report.wandb_summary import log_summary, where_line
+        from ablate.report.wandb_summary import log_summary
 
-        log_summary(cfg, plan.sweep, plan.run_id, pd.read_csv(out / "table.csv"), run)
-        print(where_line(cfg, plan.sweep, plan.run_id, run))
+        print(log_summary(cfg, plan.sweep, plan.run_id, pd.read_csv(out / "table.csv"), run))
     print(
         f"sweep {plan.sweep} run {plan.run_id}: {counts['ran']} ran, {counts['skipped']} skipped (finished before), "
         f"{counts['failed']} failed, in {time.time() - t0:.1f} s"

@@ -15,14 +15,6 @@ SHOWN = ["variant", "changed", "n_pairs", "delta", "ci_low", "ci_high", "ci_leve
          "verdict_text", "mde", "tokens_ratio"]  # fmt: skip
 
 
-def quiet():
-    """W&B's own lines (a banner, a history sparkline and a summary per run: ~37 lines a trial) kept off the
-    terminal; the sweep prints where the runs went in one line (where_line)."""
-    import wandb
-
-    return wandb.Settings(silent=True)
-
-
 def where_line(cfg, sweep: str, run_id: str, run_dir: Path) -> str:
     """Where the sweep's W&B runs are: the group online, or the offline folders and the command to upload."""
     group, mode = f"{sweep}/{run_id}", cfg.wandb.mode or os.environ.get("WANDB_MODE") or "online"
@@ -34,8 +26,11 @@ def where_line(cfg, sweep: str, run_id: str, run_dir: Path) -> str:
     return f"W&B: project {where}, group {group} ({mode})"
 
 
-def log_summary(cfg, sweep: str, run_id: str, table: pd.DataFrame, run_dir: Path) -> None:
+def log_summary(cfg, sweep: str, run_id: str, table: pd.DataFrame, run_dir: Path) -> str:
+    """Logs the summary run; returns the line that says where the sweep's runs are (where_line)."""
     import wandb
+
+    from ablate.sweep.recorder import quiet
 
     run = wandb.init(
         project=cfg.wandb.project,
@@ -53,3 +48,4 @@ def log_summary(cfg, sweep: str, run_id: str, table: pd.DataFrame, run_dir: Path
     for r in table.itertuples(index=False):
         run.summary[f"verdict/{r.variant}"] = r.verdict_text
     run.finish()
+    return where_line(cfg, sweep, run_id, run_dir)

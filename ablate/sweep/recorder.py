@@ -172,13 +172,19 @@ def describe_node(node: dict) -> str:
     return ", ".join(parts) or "where it ran is unknown"
 
 
+def quiet():
+    """W&B's own lines (a banner, a history sparkline and a summary per run: ~37 lines a trial) kept off the
+    terminal; the sweep prints where the runs went in one line (report/wandb_summary.where_line)."""
+    import wandb
+
+    return wandb.Settings(silent=True)
+
+
 def _wandb_run(logger: dict, spec: dict, directory: Path):
     """One W&B run per trial, on the driver (so its files are next to the trial's, whatever node trained it);
     several are open at once, one per running trial."""
     import wandb
     import yaml
-
-    from ablate.report.wandb_summary import quiet
 
     return wandb.init(
         project=logger["project"],
