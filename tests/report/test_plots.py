@@ -62,3 +62,25 @@ def test_panels_follow_plan_order_up_to_the_cap_and_name_the_rest():
     assert left_out == ["v17", "v18", "v19"]
     assert panel_variants(order[:5], "base", set(order[:5]), 16) == (["v0", "v1", "v2", "v3"], [])
     assert panel_variants(["base"], "base", {"base"}, 16) == (["base"], [])  # baseline only: its own panel
+
+
+def test_only_outer_panels_carry_ticks_and_every_panel_the_same_grid():
+    """Five panels on a 2 x 3 grid: y ticks on the first column, x ticks on each column's lowest panel (the
+    third panel has none below it); inner axes hidden, every panel the same grid lines at the shared ticks."""
+    import matplotlib.pyplot as plt
+
+    from ablate.report.plots import _outer_ticks
+
+    fig, axes = plt.subplots(2, 3, squeeze=False, sharex=True, sharey=True)
+    steps = np.array([0, 10, 20, 30])
+    curves = [(steps, np.full(4, 0.5), np.full(4, 0.2), np.full(4, 0.8))]
+    _outer_ticks(axes, 5, 3, curves)
+    shown = [(ax.xaxis.get_visible(), ax.yaxis.get_visible()) for ax in list(axes.flat)[:5]]
+    assert shown == [(False, True), (False, False), (True, False), (True, True), (True, False)]
+    x0, x1 = axes[0][0].get_xlim()
+    assert (x0, x1) == (-1.5, 31.5) and np.allclose(axes[0][0].get_ylim(), (0.17, 0.83))
+    ticks = list(axes[0][0].get_xticks()) + list(axes[0][0].get_yticks())
+    for ax in list(axes.flat)[:5]:
+        (grid,) = ax.collections
+        assert len(grid.get_segments()) == len(ticks) and grid.get_zorder() == 0
+    plt.close(fig)
