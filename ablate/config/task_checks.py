@@ -60,6 +60,9 @@ def check_task(cfg) -> None:
         _fail("task.format_weight", t.format_weight, "must be >= 0")
     if t.rewards:
         _check_user_rewards(cfg)
+    if t.system_prompt and cfg.model.name == "tiny":
+        _fail("task.system_prompt", t.system_prompt[:40], "the tiny model reads only its task's characters: a "
+              "system prompt needs a real model (model=smollm2, or model=hf model.name=...)")  # fmt: skip
     if t.name == "reverse":
         _at_least("task.min_len", t.min_len, 1)
         if t.max_len < t.min_len:

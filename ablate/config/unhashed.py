@@ -29,6 +29,7 @@ HASHED_WHEN_SET = {
         "eval_path": "",
         "eval_fraction": 0.0,
         "revision": "",
+        "system_prompt": "",
         "data_fingerprint": "",
         "rewards": [],
         "reward_weights": [],
@@ -67,8 +68,9 @@ HASHED_WHEN_SET = {
 UNUSED_UNLESS = {"algo": {"reward_model": ("kind", "learned")}}
 # ... and those of them added after warm starts were cached (a warm start's key hashes the whole task).
 WARMSTART_WHEN_SET = {
-    "task": ("format_noise", "eval_path", "eval_fraction", "revision", "data_fingerprint", "rewards", "reward_weights",
-             "reward_signature", "reward_timeout", "correct_above", "reward_fingerprint"),
+    "task": ("format_noise", "eval_path", "eval_fraction", "revision", "system_prompt", "data_fingerprint",
+             "rewards", "reward_weights", "reward_signature", "reward_timeout", "correct_above",
+             "reward_fingerprint"),
 }  # fmt: skip
 
 

@@ -103,7 +103,7 @@ class Trainer:
         """Task, tokenizer, the seed's streams; the policy with its reference, wrapper and optimizer."""
         cfg = self.cfg
         self.task = load_task(cfg.task)
-        self.tok = build_tokenizer(cfg.model, self.task.alphabet)
+        self.tok = build_tokenizer(cfg.model, self.task.alphabet, cfg.task.system_prompt)
         self.streams = SeedStreams(self.seed, self.rank)
         self.policy = PolicyModel(
             cfg, self.seed, self.tok, self.task, self.streams, self.device, self.rank, self.world

@@ -32,7 +32,7 @@ def build_eval_sets(cfg, tok, device: str) -> list[HeldOutSet]:
         sub = set_config(cfg, name)
         sub = as_object(OmegaConf.merge(sub, {"algo": {"reward_model": {"kind": "verifier"}}}))  # gold only
         task = load_task(sub.task)
-        _, ids = drop_overlong(task, tok.encode, sub.task.max_prompt_length)
+        _, ids = drop_overlong(task, tok.encode_prompt, sub.task.max_prompt_length)
         r = sub.rollout
         out.append(HeldOutSet(name, sub, task, ids, RolloutScorer(sub, tok, task, device), r.eval_samples,
                               r.eval_temperature))  # fmt: skip

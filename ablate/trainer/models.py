@@ -40,12 +40,17 @@ class CharTokenizer:
     def token_ids(self, text: str) -> list[int]:
         return self.encode(text, bos=False)
 
+    def encode_prompt(self, problem) -> list[int]:
+        return self.encode(problem.prompt)
+
 
 class HFTokenizer:
-    """Adapter giving an AutoTokenizer the small interface the trainer uses (chat template where present)."""
+    """Adapter giving an AutoTokenizer the small interface the trainer uses: a prompt through the chat template
+    where the model has one, after ``system_prompt`` (task.system_prompt) when one is set; without a template
+    the messages' texts are joined by blank lines."""
 
-    def __init__(self, tok, use_chat_template: bool = True):
-        self.tok = tok
+    def __init__(self, tok, use_chat_template: bool = True, system_prompt: str = ""):
+        self.tok, self.system_prompt = tok, system_prompt
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
         self.pad_token_id = tok.pad_token_id
@@ -58,14 +63,22 @@ class HFTokenizer:
         return len(self.tok)
 
     def encode(self, text: str, bos: bool = True) -> list[int]:
+        return self._render((("user", text),), bos)
+
+    def encode_prompt(self, problem) -> list[int]:
+        return self._render(problem.messages or (("user", problem.prompt),))
+
+    def _render(self, messages: tuple, bos: bool = True) -> list[int]:
+        if self.system_prompt and messages[0][0] != "system":  # the data's own system message wins
+            messages = (("system", self.system_prompt), *messages)
         if self.use_chat_template:
             # render, then tokenize: tokenize=True returns a BatchEncoding under transformers 5 and a list
             # before it; the rendered text already holds the template's special tokens
             rendered = self.tok.apply_chat_template(
-                [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False
+                [{"role": r, "content": c} for r, c in messages], add_generation_prompt=True, tokenize=False
             )
             return self.tok(rendered, add_special_tokens=False)["input_ids"]
-        return self.tok(text, add_special_tokens=bos)["input_ids"]
+        return self.tok("\n\n".join(c for _, c in messages), add_special_tokens=bos)["input_ids"]
 
     def decode(self, ids) -> str:
         return self.tok.decode(list(ids), skip_special_tokens=True)
@@ -86,12 +99,13 @@ def model_path(model_cfg) -> str:
     return model_cfg.name
 
 
-def build_tokenizer(model_cfg, alphabet: str):
+def build_tokenizer(model_cfg, alphabet: str, system_prompt: str = ""):
     if model_cfg.name == "tiny":
         return CharTokenizer(alphabet)
     from transformers import AutoTokenizer
 
-    return HFTokenizer(AutoTokenizer.from_pretrained(model_path(model_cfg)), model_cfg.chat_template)
+    tok = AutoTokenizer.from_pretrained(model_path(model_cfg))
+    return HFTokenizer(tok, model_cfg.chat_template, system_prompt)
 
 
 def tiny_config(model_cfg, vocab_size: int, **extra):

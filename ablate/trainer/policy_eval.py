@@ -40,7 +40,7 @@ def score_saved_policy(cfg, seed: int, folder: str):
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()  # 'Loading weights' once per policy
     task = load_task(cfg.task)
-    tok = build_tokenizer(cfg.model, task.alphabet)
+    tok = build_tokenizer(cfg.model, task.alphabet, cfg.task.system_prompt)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()
     policy = SimpleNamespace(model=model, gathered=lambda needed: contextlib.nullcontext())
     source = RolloutSource(cfg, policy, tok, task, SeedStreams(seed), device, 0, 1)

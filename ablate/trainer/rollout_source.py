@@ -37,7 +37,7 @@ class RolloutSource:
             self.overlap = OverlappedRollouts(cfg, policy.model, tok, self.engine_dtype, self.max_model_len)
             self.sampling_backend = self.overlap.backend
         self.sample_gen = torch.Generator(device=device).manual_seed(streams.sampling)
-        self.train_ids, self.eval_ids = drop_overlong(task, tok.encode, cfg.task.max_prompt_length)
+        self.train_ids, self.eval_ids = drop_overlong(task, tok.encode_prompt, cfg.task.max_prompt_length)
         order = torch.Generator().manual_seed(streams.prompt_order)
         self.sampler = PromptSampler.from_config(cfg.algo.dynamic_sampling, len(task.train), order)
         r = cfg.rollout

@@ -119,7 +119,7 @@ def warm_start_file(cfg, seed: int) -> tuple[str, bytes] | None:
     if not cfg.warmstart.enabled or cfg.model.name != "tiny":
         return None
     task = load_task(cfg.task)
-    tok = build_tokenizer(cfg.model, task.alphabet)
+    tok = build_tokenizer(cfg.model, task.alphabet, cfg.task.system_prompt)
     model = build_model(cfg.model, tok.vocab_size, SeedStreams(seed).model_init, "cpu")
     path = load_or_train(cfg, seed, model, tok, task)
     return Path(path).name, Path(path).read_bytes()

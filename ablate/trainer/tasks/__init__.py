@@ -14,10 +14,11 @@ def load_task(cfg) -> TaskData:
 
 
 def drop_overlong(task: TaskData, encode, limit: int) -> tuple[list[list[int]], list[list[int]]]:
+    # ``encode``: a Problem -> its prompt's token ids (the tokenizer's encode_prompt)
     """Keep the prompts of at most ``limit`` tokens (verl's filter_overlong_prompts); returns the kept prompts'
     token ids (train, eval) and narrows ``task`` to them. A limit of 0 keeps everything."""
-    train_ids = [encode(p.prompt) for p in task.train]
-    eval_ids = [encode(p.prompt) for p in task.eval]
+    train_ids = [encode(p) for p in task.train]
+    eval_ids = [encode(p) for p in task.eval]
     if limit <= 0:
         return train_ids, eval_ids
     keep = [i for i, ids in enumerate(train_ids) if len(ids) <= limit]

@@ -17,6 +17,9 @@ class Problem:
     level: int = 0  # difficulty bucket (for reports and diagnostics)
     # the problem's own fields (a data file's columns), passed to your reward functions (task.rewards)
     columns: dict = field(default_factory=dict, compare=False, hash=False)
+    # a chat prompt, as a data file's messages field gives it: ((role, content), ...); the policy sees these
+    # through the model's chat template, and ``prompt`` is their text (what reward functions and reports see)
+    messages: tuple = ()
 
 
 @dataclass

@@ -98,6 +98,20 @@ def hub_commit(path: str, revision: str) -> str:
     return sha if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{40}", sha) else ""
 
 
+def chat_messages(value, key: str) -> tuple:
+    """A question field holding a chat (a list of {role, content}, as TRL's conversational datasets do) ->
+    ((role, content), ...), given to the model's chat template as it is (task.prompt_template is for text
+    questions); () for a text question."""
+    if not isinstance(value, (list, tuple)):
+        return ()
+    if not value or not all(isinstance(m, dict) and {"role", "content"} <= set(m) for m in value):
+        raise ConfigError(
+            f"task.question_key={key!r}: a list field must be a chat, a list of {{role, content}} messages; got "
+            f"{str(value)[:120]}"
+        )
+    return tuple((str(m["role"]), str(m["content"])) for m in value)
+
+
 def _make(cfg, extract) -> TaskData:
     if is_local(cfg.path):
         train, evals = _local_rows(cfg)
@@ -105,8 +119,13 @@ def _make(cfg, extract) -> TaskData:
         train, evals = _hub_rows(cfg, cfg.train_split), _hub_rows(cfg, cfg.eval_split)
 
     def problems(rows):
-        return [Problem(cfg.prompt_template.format(question=ex[cfg.question_key]), extract(ex[cfg.answer_key]),
-                        columns=dict(ex)) for ex in rows]  # fmt: skip
+        out = []
+        for ex in rows:
+            messages = chat_messages(ex[cfg.question_key], cfg.question_key)
+            prompt = ("\n\n".join(c for _, c in messages) if messages else
+                      cfg.prompt_template.format(question=ex[cfg.question_key]))  # fmt: skip
+            out.append(Problem(prompt, extract(ex[cfg.answer_key]), columns=dict(ex), messages=messages))
+        return out
 
     return TaskData(
         train=problems(train),
