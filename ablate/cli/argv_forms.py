@@ -18,13 +18,14 @@ _RANGE = re.compile(r"range\((\d+)(?:,(\d+))?(?:,(\d+))?\)")
 
 def normalized(argv: list[str]) -> list[str]:
     """``argv`` with ``seeds=range(0,3)`` and ``seeds=0,1,2`` as ``seeds=[0,1,2]`` and ``sweep=PATH.yaml`` as
-    the sweep of that file; ConfigError in one line for a sweep path that names no file."""
+    the sweep of that file; ConfigError in one line for a sweep path that names no file. A name with a slash
+    and no .yaml stays Hydra's (an option in a folder of a search-path sweep group)."""
     out = []
     for a in argv:
         key, sep, value = a.partition("=")
         if sep and key == "seeds":
             a = f"seeds={_seeds(value)}"
-        elif sep and key == "sweep" and ("/" in value or value.endswith((".yaml", ".yml"))):
+        elif sep and key == "sweep" and (value.endswith((".yaml", ".yml")) or os.path.isfile(value)):
             a = _sweep_file(value, out, argv)
         out.append(a)
     return out

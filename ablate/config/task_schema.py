@@ -47,9 +47,7 @@ class TaskConfig:
     question_key: str = "question"
     answer_key: str = "answer"
     prompt_template: str = "{question}\nPut the final answer in \\boxed{{}}."
-    system_prompt: str = (
-        ""  # a system message before every prompt (real models; a data messages field's own wins)
-    )
+    system_prompt: str = ""  # a system message before every prompt (a chat field's own system message wins)
     max_eval: int = 128
     max_prompt_length: int = 0  # prompts longer than this many tokens are dropped (0 = keep all)
     # task=arithmetic: mathematics_dataset's generator (n_train/n_eval/data_seed above apply)

@@ -55,6 +55,8 @@ def test_a_sweep_named_by_its_files_path(tmp_path, monkeypatch, capsys):
     clash.write_text(mine.read_text())
     assert main([f"sweep={clash}", "dry_run=true"]) == 2
     assert "'smoke' is a packaged sweep's name too; rename your file" in capsys.readouterr().err
+    assert main(["sweep=nested/option", "dry_run=true"]) == 2  # no .yaml: an option name Hydra resolves
+    assert "no such sweep file" not in capsys.readouterr().err
 
 
 def test_mode_train_with_a_sweep_is_refused_not_ignored(capsys):
