@@ -31,10 +31,17 @@ def evaluate_held_out(trainer, step: int) -> EvalOutcome:
             from ablate.trainer.eval_sets import build_eval_sets
 
             trainer.eval_sets = build_eval_sets(trainer.cfg, trainer.tok, trainer.device)
-        for held_out in trainer.eval_sets:
-            one = _evaluate(trainer, step, held_out)
-            out.extra |= {f"eval/{held_out.name}/positive_rate": one.rate} | one.extra
-            out.samples += [{"set": held_out.name, **s} for s in one.samples]
+        evaluate_sets(trainer, step, trainer.eval_sets, out)
+    return out
+
+
+def evaluate_sets(trainer, step: int, sets, out: EvalOutcome) -> EvalOutcome:
+    """Each named set (trainer/eval_sets.py) scored into ``out``: its metrics under ``eval/<name>/``, its
+    samples marked with its name. A trial's evals and a saved policy's (trainer/policy_eval.py) alike."""
+    for held_out in sets:
+        one = _evaluate(trainer, step, held_out)
+        out.extra |= {f"eval/{held_out.name}/positive_rate": one.rate} | one.extra
+        out.samples += [{"set": held_out.name, **s} for s in one.samples]
     return out
 
 

@@ -21,7 +21,7 @@ def score_saved_policy(cfg, seed: int, folder: str):
     from transformers import AutoModelForCausalLM
 
     from ablate.trainer.eval_sets import build_eval_sets
-    from ablate.trainer.evaluation import EvalOutcome, _evaluate
+    from ablate.trainer.evaluation import EvalOutcome, evaluate_sets
     from ablate.trainer.models import build_tokenizer
     from ablate.trainer.rollout_source import RolloutSource
     from ablate.trainer.scorer import RolloutScorer
@@ -46,14 +46,9 @@ def score_saved_policy(cfg, seed: int, folder: str):
     source = RolloutSource(cfg, policy, tok, task, SeedStreams(seed), device, 0, 1)
     trial = SimpleNamespace(cfg=cfg, task=task, tok=tok, device=device, rank=0, source=source,
                             scorer=RolloutScorer(cfg, tok, task, device))  # fmt: skip
-    out = EvalOutcome(float("nan"))
     step = cfg.train.steps  # the final eval's step: its draws, as every variant's final eval had them
     try:
         with torch.no_grad():
-            for held_out in build_eval_sets(cfg, tok, device):
-                one = _evaluate(trial, step, held_out)
-                out.extra |= {f"eval/{held_out.name}/positive_rate": one.rate} | one.extra
-                out.samples += [{"set": held_out.name, **s} for s in one.samples]
+            return evaluate_sets(trial, step, build_eval_sets(cfg, tok, device), EvalOutcome(float("nan")))
     finally:
         source.backend.close()
-    return out
