@@ -42,10 +42,18 @@ def save_final_policy(trainer, trial_uri: str) -> str | None:
     if state is None:
         return None
     target = f"{trial_uri.rstrip('/')}/{FOLDER}"
+    if "://" not in target:  # a path: written once, beside, then renamed into place
+        staging = target + ".partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+        _write_folder(trainer, state, staging)
+        shutil.rmtree(target, ignore_errors=True)  # an older final (a rerun of the trial) is replaced
+        os.replace(staging, target)
+        return target
     with tempfile.TemporaryDirectory(prefix="ablate-final-") as tmp:
         out = os.path.join(tmp, FOLDER)
         _write_folder(trainer, state, out)
-        _place(out, target)
+        _upload(out, target)
     return target
 
 
@@ -70,27 +78,18 @@ def _write_folder(trainer, state: dict, out: str) -> None:
         )
 
 
-def _place(local: str, target: str) -> None:
-    """Move the written folder to ``target`` whole: renamed into place on a path, uploaded then renamed on a
-    URI; an older ``final`` (a rerun of the trial) is replaced."""
-    if "://" in target:
-        import fsspec
+def _upload(local: str, target: str) -> None:
+    """A URI: uploaded beside ``target``, then renamed into place, an older ``final`` replaced."""
+    import fsspec
 
-        fs, path = fsspec.core.url_to_fs(target)
-        staging = path + ".partial"
-        if fs.exists(staging):
-            fs.rm(staging, recursive=True)
-        fs.put(local, staging, recursive=True)
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
-        fs.mv(staging, path, recursive=True)
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-    staging = target + ".partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(local, staging)
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(staging, target)
+    fs, path = fsspec.core.url_to_fs(target)
+    staging = path + ".partial"
+    if fs.exists(staging):
+        fs.rm(staging, recursive=True)
+    fs.put(local, staging, recursive=True)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+    fs.mv(staging, path, recursive=True)
 
 
 def load_final_policy(path: str, device: str = "cpu") -> torch.nn.Module:
