@@ -23,11 +23,10 @@ def samples_table(run: Path, variants: list[str], trials: pd.DataFrame) -> pd.Da
         seeds = sorted(finished[finished.variant == variant].seed) if len(finished) else []
         if not seeds:
             continue
-        kept = read_samples(store.trial_paths(Path(run), variant, int(seeds[0])))
-        if not kept:
-            continue
-        kept = [s for s in kept if "set" not in s]  # the trial's own eval set's
-        if not kept:
+        kept = [
+            s for s in read_samples(store.trial_paths(Path(run), variant, int(seeds[0]))) if "set" not in s
+        ]
+        if not kept:  # none, or only the named sets' (the table shows the trial's own eval set's)
             continue
         last = max(s["step"] for s in kept)
         for s in [s for s in kept if s["step"] == last][:PER_VARIANT]:
