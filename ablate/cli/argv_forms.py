@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ablate.config.schema import ConfigError
 
-_RANGE = re.compile(r"range\((\d+)(?:,(\d+))?(?:,(\d+))?\)")
+_RANGE = re.compile(r"range\((-?\d+)(?:,(-?\d+))?(?:,(-?\d+))?\)")
 
 
 def normalized(argv: list[str]) -> list[str]:
@@ -36,7 +36,9 @@ def _seeds(value: str) -> str:
     m = _RANGE.fullmatch(text)
     if m:
         a, b, step = (int(g) if g is not None else None for g in m.groups())
-        seeds = list(range(a) if b is None else range(a, b, step or 1))
+        if step == 0:
+            raise ConfigError(f"seeds={value}: a range's step must not be 0")
+        seeds = list(range(a) if b is None else range(a, b, step or 1))  # negatives: parse_seeds refuses them
         if not seeds:
             raise ConfigError(f"seeds={value}: an empty range, no seed to run")
         return "[" + ",".join(map(str, seeds)) + "]"

@@ -27,9 +27,17 @@ def test_seeds_as_a_range_or_a_comma_list_are_the_list(seeds, expected, capsys, 
     assert f"seeds {expected}" in capsys.readouterr().out
 
 
-def test_an_empty_range_of_seeds_is_one_line(capsys):
-    assert main(["sweep=smoke", "dry_run=true", "seeds=range(3,3)"]) == 2
-    assert capsys.readouterr().err.strip() == "error: seeds=range(3,3): an empty range, no seed to run"
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        ("range(3,3)", "seeds=range(3,3): an empty range, no seed to run"),
+        ("range(0,3,0)", "seeds=range(0,3,0): a range's step must not be 0"),
+        ("range(-1,3)", "seeds=[-1, 0, 1, 2]: seeds must be integers >= 0"),
+    ],
+)
+def test_a_range_of_seeds_that_gives_no_seeds_to_run_is_one_line(seeds, message, capsys):
+    assert main(["sweep=smoke", "dry_run=true", f"seeds={seeds}"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {message}"
 
 
 def test_a_sweep_named_by_its_files_path(tmp_path, monkeypatch, capsys):
