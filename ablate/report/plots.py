@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.collections import LineCollection, PolyCollection  # noqa: E402
 from matplotlib.ticker import FixedLocator, MaxNLocator  # noqa: E402
 
 from ablate.report.display import level_text  # noqa: E402
@@ -44,10 +44,13 @@ def curve_with_band(
     many = count >= 2
     if many.any():
         idx = rng.integers(0, v.shape[1], size=(n_boot, v.shape[1]))
-        with warnings.catch_warnings():  # a resample that drew only a step's missing seeds: left out
-            warnings.simplefilter("ignore", RuntimeWarning)
-            boot = np.nanmean(v[many][:, idx], axis=2)  # (steps, n_boot)
-            lo[many], hi[many] = np.nanquantile(boot, [0.025, 0.975], axis=1)
+        if np.isfinite(v[many]).all():  # every seed at every step: the NaN-aware forms (5x slower) not needed
+            lo[many], hi[many] = np.quantile(v[many][:, idx].mean(axis=2), [0.025, 0.975], axis=1)
+        else:
+            with warnings.catch_warnings():  # a resample that drew only a step's missing seeds: left out
+                warnings.simplefilter("ignore", RuntimeWarning)
+                boot = np.nanmean(v[many][:, idx], axis=2)  # (steps, n_boot)
+                lo[many], hi[many] = np.nanquantile(boot, [0.025, 0.975], axis=1)
     return steps, mean, lo, hi
 
 
@@ -62,6 +65,21 @@ def _grid_layout(fig, rows: int, cols: int, width: float, height: float) -> None
         wspace=0.08,
         hspace=0.75 / (height / rows - 0.75),
     )
+
+
+def _text_inches(fig, texts, size: float) -> float:
+    """Width in inches of the widest of ``texts`` at font ``size``: margins set from the labels' own extents,
+    where ``tight_layout`` drew the whole figure once more to find them (a third of a small figure's time)."""
+    from matplotlib.font_manager import FontProperties
+
+    renderer, font = fig.canvas.get_renderer(), FontProperties(size=size)
+    widths = [renderer.get_text_width_height_descent(str(t), font, ismath=False)[0] for t in texts]
+    return max(widths, default=0.0) / fig.dpi
+
+
+def _margins(fig, left: float, right: float, bottom: float, top: float) -> None:  # in inches
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h, top=1 - top / h)
 
 
 MAX_PANELS = 16  # beyond this the panels get too small to read; the rest are named in the report
@@ -118,7 +136,11 @@ def learning_curves(
             return
         steps, mean, lo, hi = curves[name]
         ax.plot(steps, mean, color=color, label=name, lw=1.6)
-        ax.fill_between(steps, lo, hi, color=color, alpha=0.2)
+        # the band as one polygon (fill_between's interpolation machinery was half of the figure's time)
+        band = np.r_[np.c_[steps, lo], np.c_[steps, hi][::-1]]
+        ax.add_collection(
+            PolyCollection([band], facecolors=color, edgecolors="none", alpha=0.2), autolim=False
+        )
 
     for ax, name in zip(axes.flat, variants, strict=False):
         draw(ax, baseline, "0.35")
@@ -236,7 +258,7 @@ def forest(table: pd.DataFrame, metric: str, out: Path) -> Path:
     ax.grid(axis="x", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    _margins(fig, left=_text_inches(fig, labels, 8) + 0.2, right=0.2, bottom=0.55, top=0.15)
     return _save(fig, out / "forest.png")
 
 
@@ -300,8 +322,10 @@ def seed_dots(
     ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel(f"{score} score per seed", fontsize=8)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: never over a seed's dots
-    fig.tight_layout()
+    legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # never over a seed's dots
+    names_in = _text_inches(fig, names, 8) * 0.71  # the names at 45 degrees
+    legend_in = _text_inches(fig, [t.get_text() for t in legend.get_texts()], 7) + 0.45
+    _margins(fig, left=0.65, right=legend_in + 0.1, bottom=names_in + 0.3, top=0.15)
     return _save(fig, out / "seeds.png")
 
 
