@@ -88,6 +88,7 @@ ALL_PARTS = [
     "overlap",
     "packed",
     "logprob_memory",
+    "cpu_memory",
 ]
 
 
@@ -150,6 +151,14 @@ def main() -> None:
         print(f"== update pass (forward + backward, one row of {logprob_memory.UPDATE_TOKENS} tokens, "
               f"{um[0]['logits_mib']:.0f} MiB of float32 logits): one piece {um[0]['peak_mib']:.1f} MiB, "
               f"8 MiB pieces {um[1]['peak_mib']:.1f} MiB ({um[0]['peak_mib'] / um[1]['peak_mib']:.2f}x)")  # fmt: skip
+    if "cpu_memory" in args.only:  # SmolLM2 trials, whole processes: ~15 min
+        from bench import cpu_memory
+
+        results["cpu_memory"] = cm = cpu_memory.run()
+        print(
+            "\n== the CPU memory plan vs measured peaks (SmolLM2, mode=train, 2 steps)\n"
+            + cpu_memory.table(cm)
+        )
     if "rollout" in args.only:
         from ablate.trainer.models import save_tiny_hf_model
         from bench import rollout

@@ -22,10 +22,10 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     per_trial = estimate_trial_seconds(plan) if cfg.dry_run or not cfg.force else None
     if cfg.dry_run:
         print(describe(plan, cfg, per_trial, run_dir(cfg.runs_dir, plan.sweep, plan.run_id)))
-    if not cfg.force:  # a trial that cannot fit its GPU: refused with the figures, dry run or not
-        from ablate.sweep.memory import plan_sweep, refuse_if_too_big
-
-        refuse_if_too_big(plan_sweep(plan, cfg))
+    if (
+        not cfg.force
+    ):  # a trial that cannot fit its GPU or this machine: refused with the figures, dry run or not
+        _refuse_what_cannot_fit(plan, cfg)
         if not cfg.dry_run:
             refuse_absurd(plan, cfg, per_trial)
         elif why := absurd_reason(plan, cfg, per_trial):
@@ -72,6 +72,14 @@ def run_sweep(cfg, overrides: list[str]) -> int:
     print(f"store:  {run}")
     print(f"report: {out / 'report.md'}  ({out / 'report.html'})")
     return 0 if counts["failed"] == 0 else 1
+
+
+def _refuse_what_cannot_fit(plan, cfg) -> None:
+    from ablate.sweep.cpu_memory import plan_cpu_sweep, refuse_if_cpu_too_big
+    from ablate.sweep.memory import plan_sweep, refuse_if_too_big
+
+    refuse_if_too_big(plan_sweep(plan, cfg))
+    refuse_if_cpu_too_big(plan_cpu_sweep(plan, cfg), cfg, len(plan.trials))
 
 
 def _warn(plan, cfg) -> None:

@@ -14,6 +14,7 @@ from ablate.config import check_runs_here, validate_trial
 def run_train(cfg, overrides: list[str] = ()) -> int:
     validate_trial(cfg)
     check_runs_here(cfg)
+    _refuse_if_too_big(cfg)
     steps = cfg.train.steps
     t0 = time.time()
     print(
@@ -70,6 +71,14 @@ def run_train(cfg, overrides: list[str] = ()) -> int:
     if st.get("final_policy"):
         print(f"policy: {st['final_policy']} (a Hugging Face folder, train.save_final)", flush=True)
     return 0 if status == "done" else 1
+
+
+def _refuse_if_too_big(cfg) -> None:
+    """A CPU trial that cannot fit this machine's memory: one line now, not the OOM killer minutes later."""
+    from ablate.sweep.cpu_memory import on_cpu, plan_cpu_trial, refuse_if_cpu_too_big
+
+    if not cfg.force and on_cpu(cfg.train.device):
+        refuse_if_cpu_too_big(plan_cpu_trial(cfg), cfg, 1)
 
 
 def _trial_spec(cfg, overrides) -> tuple[Path, dict]:

@@ -120,13 +120,16 @@ def _memory_plan_lines(plan: Plan, cfg: DictConfig, measured: bool, n: int) -> l
 
     first = OmegaConf.create(plan.trials[0].config_yaml)
     if not cfg.launcher.gpus_per_trial and first.train.device != "cuda":
-        model = first.model.name
+        from ablate.sweep.cpu_memory import at_once, describe_cpu, plan_cpu_sweep
+
+        model, mp = first.model.name, plan_cpu_sweep(plan, cfg)
+        lines = [] if mp is None else describe_cpu(mp, at_once(cfg, n), bool(cfg.ray.address))
         if model != "tiny" and not measured:
-            return [
+            lines.append(
                 f"CPU trials of model={model}: time not estimated before a trial has finished (then "
                 "measured); preset=real_cpu measured ~12-13 s a step on 2 idle cores (docs/real-weights.md)"
-            ]
-        return []
+            )
+        return lines
     mp = memory.plan_sweep(plan, cfg)
     if mp is not None or cfg.model.name != "tiny":  # the embedded tiny model is never worth a plan
         return memory.describe(mp, first.train.steps, n)

@@ -16,7 +16,6 @@ reruns without it.
 
 from __future__ import annotations
 
-import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from ablate.config.metrics import SAMPLES_KEY
 from ablate.timeline import mark
 from ablate.trainer.checkpoint import TrialCheckpoints, fingerprint
 from ablate.trainer.collectives import all_sum, check_ranks_in_sync
+from ablate.trainer.peak_memory import peak_mb, reset_peak, rss_mb
 from ablate.trainer.phases import phase
 
 
@@ -54,16 +54,6 @@ class TrialResult:
         return self.history[-1] if self.history else {}
 
 
-def rss_mb() -> float:
-    """Current resident memory. Sampled each step: a reused Ray worker's lifetime peak (ru_maxrss) would
-    carry one trial's peak into the next."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
-    except OSError:  # no /proc: fall back to the lifetime peak (KiB on Linux)
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 def run_trial(
     make_trainer: Callable,
     cfg,
@@ -74,6 +64,7 @@ def run_trial(
     """Build the trainer (``make_trainer(cfg, seed)``), resume it from its newest checkpoint in
     ``checkpoint_uri`` if checkpoints are on and there is one, run its steps, close its rollout backend."""
     t_setup = time.perf_counter()
+    reset_peak()  # the model's load and every step's backward count; an earlier trial in this worker does not
     cfg = as_object(cfg)
     trainer = make_trainer(cfg, seed)
     mark("worker: trial set up")
@@ -86,7 +77,7 @@ def run_trial(
         """The history (and so a checkpoint) keeps the numbers; the kept samples go to ``report`` only, so a
         resumed trial's samples.jsonl starts at its resume."""
         nonlocal peak
-        peak = max(peak, rss_mb())
+        peak = max(peak, peak_mb())
         history.append({k: v for k, v in rec.items() if k != SAMPLES_KEY})
         if report is not None:
             report(rec)
@@ -116,6 +107,7 @@ def run_trial(
             check_ranks_in_sync(trainer.model)
     finally:
         trainer.backend.close()  # after the last collective: a vLLM engine's teardown ends the process group
+    peak = max(peak, peak_mb())
     gpus = trainer.world if trainer.device.startswith("cuda") else 0
     return TrialResult(status, history, seconds, peak, note, t0 - t_setup, cpu, seconds * gpus,
                        start if start > 0 else None, saving, final)  # fmt: skip
