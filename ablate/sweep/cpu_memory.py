@@ -19,7 +19,7 @@ KV cache and the no-grad scoring passes are smaller), so the plan is, in bytes:
 The two constants were fitted to five SmolLM2 trials' measured peaks (bench/cpu_memory.py: preset=real_cpu, its
 response at 160 tokens, K=16, kl=k3_loss, a float32 update): the plan was 1.02-1.09 times the measured peak.
 
-The prompt length is ``task.max_prompt_length`` when set; else the longest of the task's prompts, tokenized with
+The prompt length is ``task.max_prompt_length`` when set; else the longest of the task's training prompts, tokenized with
 the model's tokenizer where it is here (a packaged model's folder or its GGUF, a local directory), else counted in
 UTF-8 bytes plus ``TEMPLATE_ALLOWANCE`` (a byte-level tokenizer makes no more tokens than bytes); a task read
 from the hub is not downloaded to plan it: ``DEFAULT_PROMPT_LENGTH`` is assumed and the plan says so.
@@ -106,11 +106,13 @@ def _measured(task_yaml: str, model: str, cache_dir: str, chat_template: bool) -
 
     task_cfg = OmegaConf.create(task_yaml)
     task = load_task(task_cfg)
-    longest = sorted(task.train + task.eval, key=lambda q: len(_text(q)), reverse=True)[:16]
+    # the training prompts: the update's backward is the peak; an eval set's (HumanEval's 447 tokens) is only
+    # sampled, without a gradient
+    longest = sorted(task.train, key=lambda q: len(_text(q)), reverse=True)[:16]
     where = _tokenizer_source(model, cache_dir)
     if where is None:
         n = max((len(_text(q).encode()) for q in longest), default=0) + TEMPLATE_ALLOWANCE
-        return n, f"the task's longest prompt in bytes + {TEMPLATE_ALLOWANCE} (no tokenizer here)"
+        return n, f"the task's longest training prompt in bytes + {TEMPLATE_ALLOWANCE} (no tokenizer here)"
     from transformers import AutoTokenizer
 
     from ablate.trainer.models import HFTokenizer
@@ -119,7 +121,7 @@ def _measured(task_yaml: str, model: str, cache_dir: str, chat_template: bool) -
                       task_cfg.get("system_prompt") or "")  # fmt: skip
     return max(
         (len(tok.encode_prompt(q)) for q in longest), default=0
-    ), "the task's longest prompt, tokenized"
+    ), "the task's longest training prompt, tokenized"
 
 
 def _text(problem) -> str:

@@ -50,16 +50,16 @@ def test_the_prompt_length_from_the_tokenizer_from_bytes_or_assumed(tmp_path):
     cfg = compose(["preset=real_cpu", "model=hf", f"model.name={folder}"])
     task = load_task(cfg.task)
     tok = build_tokenizer(cfg.model, "")
-    longest = max(len(tok.encode_prompt(p)) for p in task.train + task.eval)
-    assert prompt_length(cfg) == (longest, "the task's longest prompt, tokenized")
+    longest = max(len(tok.encode_prompt(p)) for p in task.train)  # the update's prompts, not the eval's
+    assert prompt_length(cfg) == (longest, "the task's longest training prompt, tokenized")
     # a hub id: not downloaded to plan; the prompt's bytes + the template allowance bound its tokens
     hub_model = compose(["preset=real_cpu", "model=hf", "model.name=HuggingFaceTB/SmolLM2-135M-Instruct"])
     n, how = prompt_length(hub_model)
-    assert n == max(len(p.prompt.encode()) for p in task.train + task.eval) + 64 and "bytes" in how
+    assert n == max(len(p.prompt.encode()) for p in task.train) + 64 and "bytes" in how
     # a packaged model not converted on this machine: never converted to plan; its GGUF's tokenizer counts
     bare = compose(["preset=real_cpu", f"model.cache_dir={tmp_path / 'empty'}"])
     tokens, how = prompt_length(bare)
-    assert how == "the task's longest prompt, tokenized" and 30 < tokens < n
+    assert how == "the task's longest training prompt, tokenized" and 30 < tokens < n
     assert not (tmp_path / "empty").exists()
     hub = compose(["preset=real_cpu", "task=gsm8k"])
     assert prompt_length(hub) == (
