@@ -223,6 +223,36 @@ def planner() -> str:
     return "\n".join(rows)
 
 
+def planner_lora() -> str:
+    """The same commands with adapter=lora (rank 8) on one 80 GB GPU per trial, beside full fine-tuning's."""
+    from ablate.compose import compose
+    from ablate.sweep.memory import GIB, plan_sweep
+    from ablate.sweep.plan import build_plan
+
+    rows = [
+        "| sweep | model | training | GPUs per trial | memory per GPU | est. per trial | est. GPU-hours (5 seeds), "
+        "packed (padded) | one checkpoint |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for argv in paper_commands():
+        lora = [a for a in argv if not a.startswith(("launcher.gpus_per_trial=", "train.parallel="))]
+        for name, args in (("full", argv), ("LoRA r8", [*lora, "adapter=lora", "launcher.gpus_per_trial=1"])):
+            args = [*args, "launcher.gpu_memory_gb=80"]
+            cfg = compose(args)
+            plan = build_plan(cfg, args)
+            mp = plan_sweep(plan, cfg)
+            hours = (mp.step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
+            padded = (mp.padded_step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
+            n = mp.world * len(plan.trials)
+            size = re.search(r"-(\d+(?:\.\d+)?B)", cfg.model.name).group(1)
+            gpus = f"{mp.world}, FSDP" if mp.parallel == "fsdp" else str(mp.world)
+            rows.append(
+                f"| {plan.sweep} | {size} | {name} | {gpus} | {mp.total / GIB:.1f} GiB | ~{hours:.1f} h | "
+                f"~{hours * n:,.0f} (~{padded * n:,.0f}) | {mp.checkpoint_bytes / 2**20:,.0f} MiB |"
+            )
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------- benchmarks (make bench's results file)
 
 
@@ -495,6 +525,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "tasks_matrix": tasks_matrix,
     "reward_kl": reward_kl,
     "planner": planner,
+    "planner_lora": planner_lora,
     "bench": bench,
     "startup": startup,
     "calibration": calibration,

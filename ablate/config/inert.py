@@ -8,7 +8,10 @@ from ablate.compose import override_key
 from ablate.config.schema import ConfigError
 
 _DS = "algo.dynamic_sampling"
+_FULL = (lambda c: c.adapter.kind == "full", "adapter.kind=full (adapter=full: every weight trains)",
+         "add adapter=lora to the variant, or drop it")  # fmt: skip
 INERT = (
+    *((f"adapter.{k}", *_FULL) for k in ("rank", "alpha", "dropout", "target_modules", "lr_scale")),
     ("algo.kl.coef", lambda c: c.algo.kl.mode == "none", "algo.kl.mode=none (kl=none)", "add a KL option to the variant (e.g. kl=k3_loss), or drop it"),
     ("algo.kl.estimator", lambda c: c.algo.kl.mode == "none", "algo.kl.mode=none (kl=none)", "add a KL option to the variant (e.g. kl=k3_loss), or drop it"),
     ("algo.clip.epsilon_high", lambda c: c.algo.clip.epsilon_high == c.algo.clip.epsilon,

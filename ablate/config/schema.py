@@ -207,6 +207,19 @@ class TrainConfig:
 
 
 @dataclass
+class AdapterConfig:
+    """adapter=lora: LoRA adapters (peft) train instead of every weight; the KL reference is the base model with
+    the adapter disabled (ablate/trainer/adapters.py)."""
+
+    kind: str = "full"  # full (every weight trains) | lora
+    rank: int = 8  # r
+    alpha: float = 32.0  # lora_alpha: the update is scaled by alpha / rank
+    dropout: float = 0.0  # lora_dropout (only 0: dropout would make pi_old's scoring pass random)
+    target_modules: Any = "all-linear"  # peft's: every linear layer but the output head, or a list of names
+    lr_scale: float = 10.0  # adapters train at optim.lr x this (LoRA wants ~10x full fine-tuning's rate)
+
+
+@dataclass
 class WarmstartConfig:
     enabled: bool = True  # SFT on the task's teacher targets before RL (tiny model only)
     steps: int = 600  # ~6 s once per seed, then cached
@@ -309,6 +322,7 @@ class Config:
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     warmstart: WarmstartConfig = field(default_factory=WarmstartConfig)
+    adapter: AdapterConfig = field(default_factory=AdapterConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)

@@ -7,6 +7,7 @@ imported inside the check: the trainer imports this package, and importing a con
 
 from __future__ import annotations
 
+from ablate.config.adapter_checks import check_adapter
 from ablate.config.checks import _at_least, _fail, _fraction, _one_of, _positive
 from ablate.config.eval_sets import check_eval_sets
 from ablate.config.launch import _check_model_and_paths
@@ -239,6 +240,7 @@ TRIAL_CHECKS = (
     _check_model_and_paths,
     check_model,
     check_warmstart,
+    check_adapter,
 )
 
 

@@ -38,6 +38,14 @@ HASHED_WHEN_SET = {
         "correct_above": 0.0,
         "reward_fingerprint": "",
     },
+    "adapter": {
+        "kind": "full",
+        "rank": 8,
+        "alpha": 32.0,
+        "dropout": 0.0,
+        "target_modules": "all-linear",
+        "lr_scale": 10.0,
+    },  # fmt: skip
     "model": {"autocast": "none"},
     "rollout": {"overlap": "off", "eval_pass_k": [], "eval_maj_k": [], "eval_sets": None},
     "train": {"logprob_tokens_per_chunk": 0, "mini_batch_prompts": 0},
@@ -86,3 +94,21 @@ def drop_unset(section: str, node: dict, keys=None) -> dict:
             if isinstance(node.get(k), dict) and node[k].get(field) != value:
                 node = {kk: v for kk, v in node.items() if kk != k}
     return node
+
+
+# Sections added after stores existed: left out of a trial's identity while every key in them holds its default.
+LATER_SECTIONS = ("adapter",)
+
+
+def identity_blob(sections, node_of) -> dict:
+    """{section: its node less UNHASHED and unset keys} for a trial's identity (the sweep's config hash, a
+    checkpoint's fingerprint); a later section with nothing set is left out, so earlier trials keep theirs."""
+    blob = {}
+    for section in sections:
+        node = node_of(section)
+        for key in UNHASHED.get(section, ()):
+            node.pop(key, None)
+        node = drop_unset(section, node)
+        if node or section not in LATER_SECTIONS:
+            blob[section] = node
+    return blob

@@ -7,7 +7,7 @@ KV cache and the no-grad scoring passes are smaller), so the plan is, in bytes:
 - runtime: the interpreter, torch, transformers and ablate, ``RUNTIME_BYTES`` (measured: the process before the
   model's weights arrive);
 - static: the policy's float32 weights, gradients and AdamW's two moments, 16 B/param, plus a KL reference in
-  ``model.dtype``;
+  ``model.dtype``; under LoRA the frozen base at 4 B/param (also the reference) and 16 B per adapter weight;
 - activations of one micro-batch at the maximum lengths (rows x (prompt + response) tokens): Korthikanti et al.'s
   ``34 h`` per token per layer at 16 bits, doubled for float32 (a bf16 autocast keeps float32 copies of what it
   casts), plus ``5 a s`` only with eager attention (SDPA on CPU keeps no s x s matrix), or the layer inputs plus
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from omegaconf import OmegaConf
 
-from ablate.sweep.memory import DEFAULT_PROMPT_LENGTH, DTYPE_BYTES, GIB, Shape, model_shape
+from ablate.sweep.memory import DEFAULT_PROMPT_LENGTH, DTYPE_BYTES, GIB, Shape, model_shape, trainable_params
 
 RUNTIME_BYTES = 1.0 * GIB
 LOGIT_COPIES = 6
@@ -61,8 +61,11 @@ def plan_cpu_trial(cfg) -> CpuPlan | None:
     s = model_shape(cfg.model)
     if s is None:
         return None
-    p = s.params
-    static = p * 16 + (p * DTYPE_BYTES[cfg.model.dtype] if cfg.algo.kl.mode != "none" else 0.0)
+    p, t = s.params, trainable_params(cfg, s)
+    if t < p:  # LoRA: the frozen base (the KL reference too) and the adapters with their grads and AdamW
+        static = p * 4 + t * 16
+    else:
+        static = p * 16 + (p * DTYPE_BYTES[cfg.model.dtype] if cfg.algo.kl.mode != "none" else 0.0)
     prompt, source = prompt_length(cfg)
     response = int(cfg.rollout.max_response_length)
     seq = prompt + response

@@ -62,6 +62,7 @@ class Shape:
     kv_heads: int
     vocab: int
     source: str  # where the shape came from: a config.json path or "declared model.*"
+    inter: float = 0.0  # the MLP's width (config.json's intermediate_size; 0: declared shapes name none)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class MemoryPlan:
     checkpoint_bytes: float = 0.0  # one checkpoint, the whole trial's (all ranks' shards)
     checkpoint_saves: int = 0  # saves in one trial
     checkpoint_seconds: float = 0.0  # estimated writing time of one trial's saves
+    trainable: float = 0.0  # weights that train (adapter=lora: its adapters; else the model's)
 
     @property
     def fits(self) -> bool:
@@ -119,12 +121,22 @@ def model_shape(m) -> Shape | None:
         # q and o: h x h each; k and v: h x kv_dim each; gated MLP: 3 h x inter; embeddings (x2 if untied)
         per_layer = 2 * h * h + 2 * h * (kv * h // heads) + 3 * h * inter
         params = layers * per_layer + vocab * h * (1 if c.get("tie_word_embeddings") else 2)
-        return Shape(m.params_b * 1e9 or params, layers, h, heads, kv, vocab, path)
+        return Shape(m.params_b * 1e9 or params, layers, h, heads, kv, vocab, path, inter)
     if m.params_b > 0 and m.layers and m.hidden and m.heads and m.vocab:
         return Shape(
             m.params_b * 1e9, m.layers, m.hidden, m.heads, m.kv_heads or m.heads, m.vocab, "declared model.*"
         )
     return None
+
+
+def trainable_params(cfg, s: Shape) -> float:
+    """Weights that train: all of them, or adapter=lora's adapters (ablate/sweep/adapter_params.py)."""
+    adapter = OmegaConf.select(cfg, "adapter")
+    if adapter is None or adapter.kind != "lora":
+        return s.params
+    from ablate.sweep.adapter_params import lora_params
+
+    return lora_params(adapter, s)
 
 
 def card_bytes(launcher) -> float | None:
@@ -151,11 +163,12 @@ def plan_trial(
     parallel = OmegaConf.select(cfg, "train.parallel", default="ddp") if world > 1 else "ddp"
     shard = world if parallel == "fsdp" else 1
     b = DTYPE_BYTES[cfg.model.dtype]
-    p = s.params
-    ref = p * b if cfg.algo.kl.mode != "none" else 0.0  # the frozen reference, in model.dtype
-    weights = (p * 4 + ref) / shard  # the policy's float32 masters
-    grads = p * 4 / shard
-    optimizer = p * 8 / shard
+    p, t = s.params, trainable_params(cfg, s)
+    # the frozen reference, in model.dtype (LoRA: the base with the adapter disabled, no copy)
+    ref = p * b if cfg.algo.kl.mode != "none" and t == p else 0.0
+    weights = (p * 4 + (t if t < p else 0) * 4 + ref) / shard  # the policy's float32 masters (+ adapters)
+    grads = t * 4 / shard
+    optimizer = t * 8 / shard
     prompt = cfg.task.max_prompt_length or DEFAULT_PROMPT_LENGTH
     seq = prompt + cfg.rollout.max_response_length
     rows = math.ceil(cfg.train.prompts_per_step * cfg.algo.responses_per_prompt / world)  # per rank
@@ -189,7 +202,7 @@ def plan_trial(
     return MemoryPlan(s, world, parallel, weights, grads, optimizer, activations, rollout, total, card,
                       step_seconds(cfg, s, world, seq * f), step_seconds(cfg, s, world, seq), f, seq, rows,
                       kv_tokens, vllm_weights, rollout if kv_tokens is not None else 0.0,
-                      **checkpoint_plan(cfg, p))  # fmt: skip
+                      trainable=t, **checkpoint_plan(cfg, t))  # fmt: skip
 
 
 def checkpoint_plan(cfg, params: float) -> dict:
@@ -208,11 +221,12 @@ def checkpoint_plan(cfg, params: float) -> dict:
 
 def step_seconds(cfg, s: Shape, world: int, seq: float) -> float:
     """Estimated seconds of one RL step of ``seq`` tokens a sample: 2P FLOPs per token to generate, per update
-    epoch 6P to train (+2P recomputed under checkpointing), 2P for the old log-probs (+2P for a reference
-    model), over W GPUs."""
+    epoch 6P to train (4P under LoRA: the base takes no weight gradients; +2P recomputed under checkpointing),
+    2P for the old log-probs (+2P for a reference model), over W GPUs."""
     tokens = cfg.train.prompts_per_step * cfg.algo.responses_per_prompt * seq
     p = s.params
-    train = (6 + (2 if cfg.model.gradient_checkpointing else 0)) * p * cfg.algo.update_epochs
+    backward = 4 if trainable_params(cfg, s) == p else 2  # LoRA: no weight gradients of the frozen base
+    train = (2 + backward + (2 if cfg.model.gradient_checkpointing else 0)) * p * cfg.algo.update_epochs
     train += 2 * p * (2 if cfg.algo.kl.mode != "none" else 1)
     return tokens * (2 * p / (GENERATE_TFLOPS * 1e12) + train / (TRAIN_TFLOPS * 1e12)) / world
 
@@ -257,7 +271,13 @@ def describe(mp: MemoryPlan | None, steps: int, trials: int) -> list[str]:
     padded = (mp.padded_step_seconds * steps + mp.checkpoint_seconds) / 3600
     lines = [
         f"memory plan per GPU (largest variant; {mp.world} GPU{'s' if mp.world > 1 else ''}, {mp.parallel}; "
-        f"{mp.shape.params / 1e9:.2f}B params, {mp.shape.layers} layers x {mp.shape.hidden}, {mp.shape.source}):",
+        f"{mp.shape.params / 1e9:.2f}B params, {mp.shape.layers} layers x {mp.shape.hidden}, {mp.shape.source}"
+        + (
+            f"; LoRA: {mp.trainable / 1e6:.1f}M adapter weights train, the base is frozen"
+            if 0 < mp.trainable < mp.shape.params
+            else ""
+        )
+        + "):",
         f"  weights {_gib(mp.weights)} / grads {_gib(mp.grads)} / optimizer {_gib(mp.optimizer)} / "
         f"activations {_gib(mp.activations)} / rollout (vLLM share or KV) {_gib(mp.rollout)}",
         f"  total {_gib(mp.total)} vs card {card}" + ("" if mp.fits else "  DOES NOT FIT"),

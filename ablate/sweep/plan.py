@@ -30,7 +30,7 @@ from ablate.config import (
 from ablate.config.claims import validate_claims
 from ablate.config.inert import refuse_inert
 from ablate.config.metrics import trial_metrics
-from ablate.config.unhashed import UNHASHED, drop_unset
+from ablate.config.unhashed import identity_blob
 from ablate.sweep import relative
 from ablate.sweep.task_inputs import stamp_task_inputs
 from ablate.sweep.variants import check_tasks, refuse_duplicate, refuse_twins, sweep_variants
@@ -54,7 +54,7 @@ LAUNCH_KEYS = (
     "wandb",
     "hydra",
 )
-TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
+TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart", "adapter")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_.,=+\-]+$")
 TASK_SEP = "@"  # a task sweep's trial variant: <variant>@<task> (ablate.stats.tasks splits it)
 
@@ -112,12 +112,7 @@ def is_launch_override(ov: str) -> bool:
 
 
 def config_hash(cfg: DictConfig) -> str:
-    blob = {}
-    for section in TRIAL_SECTIONS:
-        node = OmegaConf.to_container(cfg[section], resolve=True)
-        for k in UNHASHED.get(section, ()):
-            node.pop(k, None)
-        blob[section] = drop_unset(section, node)
+    blob = identity_blob(TRIAL_SECTIONS, lambda section: OmegaConf.to_container(cfg[section], resolve=True))
     blob["seed"] = int(cfg.seed)
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 

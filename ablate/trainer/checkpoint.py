@@ -35,23 +35,19 @@ from collections.abc import Callable
 
 import torch
 
-from ablate.config.unhashed import UNHASHED, drop_unset
+from ablate.config.unhashed import UNHASHED, identity_blob
 
 MARKER = "meta.json"
 FORMAT = 1
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 IGNORED = UNHASHED  # one list with the sweep's config hash (ablate/config/unhashed.py)
-TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart")
+TRIAL_SECTIONS = ("model", "task", "rollout", "algo", "optim", "train", "warmstart", "adapter")
 
 
 def fingerprint(cfg, seed: int) -> str:
     """A trial's identity for its checkpoints: its config (a ``Config`` dataclass) and seed, less ``IGNORED``."""
-    blob = {}
-    for section in TRIAL_SECTIONS:
-        node = dataclasses.asdict(getattr(cfg, section))
-        for key in IGNORED.get(section, ()):
-            node.pop(key, None)
-        blob[section] = drop_unset(section, node)  # as the config hash: a key added later changes no identity
+    # as the config hash: a key or section added later changes no identity
+    blob = identity_blob(TRIAL_SECTIONS, lambda section: dataclasses.asdict(getattr(cfg, section)))
     blob["seed"] = int(seed)
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

@@ -202,12 +202,15 @@ class Trainer:
         rewards = self._local(rewards, raw_rewards.numel())
         # several passes need the ratio to a frozen pi_old; the KL metric (and k1-in-reward) need pi_old too
         # (overlap: the ratio is to the sampling copy's logprobs; the KL is still the current policy's)
-        need_old = self.ref is not None or (
+        need_old = self.policy.has_reference or (
             behaviour_logp is None and several_passes(self.cfg, raw_rewards.numel())
         )
         with torch.no_grad(), self.compute():
             current = self._logp(self.model, rb)[0] if need_old else None
-            ref_logp = self._logp(self.ref, rb)[0] if self.ref is not None else None
+            ref_logp = None
+            if self.policy.has_reference:
+                with self.policy.reference() as ref:
+                    ref_logp = self._logp(ref, rb)[0]
         old_logp = behaviour_logp if behaviour_logp is not None else current
         if current is not None:  # the engine's sampling logprobs vs the trainer's: what tis=on corrects for
             gap = masked_mean((current - rb.sample_logprobs).abs(), rb.completion_mask)

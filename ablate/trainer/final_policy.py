@@ -33,6 +33,9 @@ def full_state(trainer) -> dict | None:
         sd = model.state_dict()
     if trainer.rank != 0:
         return None
+    from ablate.trainer.adapters import lora_scaling, merged
+
+    sd = dict(merged(sd, lora_scaling(model)))  # LoRA folded into the base weights: a plain model's folder
     return {k: v.detach().to("cpu", dtype) if v.is_floating_point() else v.cpu() for k, v in sd.items()}
 
 

@@ -71,16 +71,21 @@ def local_bytes(tensors) -> int:
     return total
 
 
-def sharded_state(model, opt) -> dict:
+def sharded_state(model, opt, trainable_only: bool = False) -> dict:
     """The policy's and optimizer's state as this rank's DTensor shards (torch.distributed.checkpoint saves
-    and loads them shard by shard, never gathering the whole model on one rank)."""
-    from torch.distributed.checkpoint.state_dict import get_state_dict
+    and loads them shard by shard, never gathering the whole model on one rank); ``trainable_only``: without
+    the frozen weights (LoRA's base, rebuilt at setup)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
 
-    model_sd, optim_sd = get_state_dict(model, opt)
+    opts = StateDictOptions(ignore_frozen_params=trainable_only)
+    model_sd, optim_sd = get_state_dict(model, opt, options=opts)
     return {"model": model_sd, "optimizer": optim_sd}
 
 
-def load_sharded_state(model, opt, state: dict) -> None:
-    from torch.distributed.checkpoint.state_dict import set_state_dict
+def load_sharded_state(model, opt, state: dict, trainable_only: bool = False) -> None:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
 
-    set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    opts = StateDictOptions(strict=not trainable_only)
+    set_state_dict(
+        model, opt, model_state_dict=state["model"], optim_state_dict=state["optimizer"], options=opts
+    )

@@ -181,12 +181,16 @@ FILES = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
-def test_data_parallel_trial_resumes_bit_for_bit(compose_cfg, tmp_path, parallel):
+@pytest.mark.parametrize(
+    "parallel, adapter", [("ddp", "full"), ("fsdp", "full"), ("ddp", "lora"), ("fsdp", "lora")]
+)
+def test_data_parallel_trial_resumes_bit_for_bit(compose_cfg, tmp_path, parallel, adapter):
     """2 ranks on gloo. DDP: rank 0 writes the weights once; FSDP2: torch.distributed.checkpoint shards. Each
-    rank writes its own generators (ranks sample different responses)."""
+    rank writes its own generators (ranks sample different responses). LoRA: adapters trainable, the base
+    frozen (sharded under FSDP), only the adapters saved; with the KL reference as the adapter-disabled base."""
     cfg = compose_cfg(CKPT + ["train.steps=4", "train.world_size=2", f"train.parallel={parallel}",
-                              "train.threads=2", "adv_norm=batch"])  # fmt: skip
+                              "train.threads=2", "adv_norm=batch", f"adapter={adapter}"]
+                      + (["kl=k3_loss"] if adapter == "lora" else []))  # fmt: skip
     uri = str(tmp_path / "ck")
     full = train(cfg, 0, checkpoint_uri=uri)  # saves after step 1 only (not after the last step)
     assert sorted(os.listdir(tmp_path / "ck" / step_dir(2))) == FILES[parallel]

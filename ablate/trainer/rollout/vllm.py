@@ -55,11 +55,16 @@ def require_vllm():
 def full_weights(model):
     """(checkpoint name, full tensor), one parameter at a time. A DTensor (an FSDP shard) is all-gathered just
     before the engine copies it and dropped after, so the peak is one parameter, not a second model. Every rank
-    must consume the whole iterator in the same order: each gather is a collective."""
-    for name, t in model.state_dict().items():
-        if hasattr(t, "full_tensor"):
-            t = t.full_tensor()
+    must consume the whole iterator in the same order: each gather is a collective. LoRA adapters (adapter=lora)
+    are folded into their base weights under the base names: the engine serves the adapted policy."""
+    from ablate.trainer.adapters import lora_scaling, merged
+
+    for name, t in merged(model.state_dict(), lora_scaling(model), _full):
         yield name, t.detach()
+
+
+def _full(t):
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
 
 
 def engine_context(model_config, needed: int | None) -> int | None:
