@@ -30,6 +30,8 @@ UPWARD = {
     ("ablate.config.launch", "ablate.trainer.rollout.vllm"),
     # ... and whether code can be run here (bubblewrap's sandbox, for task=code)
     ("ablate.config.launch", "ablate.trainer.sandbox"),
+    # adapter=lora: the modules adapter.target_modules names exist (the architecture on the meta device)
+    ("ablate.config.adapter_checks", "ablate.trainer.adapters"),
 }
 
 MAX_MODULE_LINES = 350

@@ -29,3 +29,13 @@ def check_adapter(cfg) -> None:
         _fail(
             "adapter.target_modules", targets, "'all-linear' or a list of module names, e.g. [q_proj, v_proj]"
         )
+    if not isinstance(targets, str):
+        from ablate.trainer.adapters import unknown_targets  # transformers, for a list of names only
+
+        unknown = unknown_targets(cfg.model, list(targets))
+        if unknown:
+            _fail(
+                "adapter.target_modules",
+                list(targets),
+                f"model={cfg.model.name} has no module named {unknown}",
+            )

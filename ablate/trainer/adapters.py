@@ -49,6 +49,27 @@ def attach(model, adapter, seed: int):
             raise AdapterError(f"adapter.target_modules={targets}: {str(e).splitlines()[0]}") from None
 
 
+def unknown_targets(model_cfg, targets) -> list[str] | None:
+    """The names in a list of target modules that match no module of the model (peft's rule: the name, or
+    its last dotted parts), read from the architecture built on the meta device (no weights); None where the
+    architecture is not on this machine (a hub id: the trial finds out)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, LlamaForCausalLM
+
+    from ablate.trainer.models import model_folder_here, tiny_config
+
+    if model_cfg.name == "tiny":
+        config = tiny_config(model_cfg, 64, tie_word_embeddings=True)
+        build = LlamaForCausalLM
+    else:
+        folder = model_folder_here(model_cfg)
+        if folder is None:
+            return None
+        config, build = AutoConfig.from_pretrained(folder), AutoModelForCausalLM.from_config
+    with torch.device("meta"):
+        names = [n for n, _ in build(config).named_modules()]
+    return [t for t in targets if not any(n == t or n.endswith("." + t) for n in names)]
+
+
 @contextlib.contextmanager
 def base_model(peft_model):
     """The policy with its adapter disabled: the frozen base, i.e. the KL reference."""

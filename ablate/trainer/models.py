@@ -99,6 +99,21 @@ def model_path(model_cfg) -> str:
     return model_cfg.name
 
 
+def model_folder_here(model_cfg) -> str | None:
+    """The model's folder when it is on this machine without converting or downloading anything: a packaged
+    model already converted, or a local directory; else None."""
+    import os
+
+    from ablate.trainer import packaged
+
+    if packaged.is_packaged(model_cfg.name):
+        spec = packaged.PACKAGED[model_cfg.name]
+        out = os.path.join(os.path.expanduser(model_cfg.cache_dir), "models", spec.folder)
+    else:
+        out = os.path.expanduser(model_cfg.name)
+    return out if os.path.isfile(os.path.join(out, "config.json")) else None
+
+
 def build_tokenizer(model_cfg, alphabet: str, system_prompt: str = ""):
     if model_cfg.name == "tiny":
         return CharTokenizer(alphabet)

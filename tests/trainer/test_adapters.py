@@ -112,6 +112,12 @@ def test_settings_lora_cannot_serve_are_refused_in_one_line(compose_cfg, overrid
         validate_trial(compose_cfg(LORA + [override]))
 
 
-def test_target_modules_the_model_lacks_fail_in_one_line(compose_cfg):
+def test_target_modules_the_model_lacks_are_refused_before_launch_and_in_the_trial(compose_cfg):
+    """Before launch: the names matched against the architecture built on the meta device (no weights); a
+    trial built without that check (the API) fails in one line from peft's own refusal."""
+    cfg = compose_cfg(LORA + ["adapter.target_modules=[q_proj,qkv_proj]"])
+    with pytest.raises(ConfigError, match=r"model=tiny has no module named \['qkv_proj'\]"):
+        validate_trial(cfg)
+    validate_trial(compose_cfg(LORA + ["adapter.target_modules=[q_proj,down_proj]"]))
     with pytest.raises(adapters.AdapterError, match=r"adapter.target_modules=\['qkv_proj'\]"):
         Trainer(compose_cfg(LORA + ["adapter.target_modules=[qkv_proj]"]), 0)
