@@ -113,11 +113,11 @@ def _main_job_fixture(r, run: Path) -> None:
     (ROOT / "tests" / "fixtures" / "main_job.json").write_text(json.dumps(fixture, indent=1) + "\n")
 
 
-def real_cpu_evals() -> str:
-    """Each real_cpu trial's held-out eval, step by step (from the store of the run the table comes from)."""
+def real_cpu_evals(name: str = "real_cpu") -> str:
+    """Each trial's held-out eval, step by step (from the store of the run the table comes from)."""
     import pandas as pd
 
-    e = pd.read_csv(FIGURES / "real_cpu_evals.csv")
+    e = pd.read_csv(FIGURES / f"{name}_evals.csv")
     metric = e.columns[-1]
     wide = e.pivot_table(index="variant", columns="step", values=metric, aggfunc="first", sort=False)
     head = "| variant | " + " | ".join(f"step {int(s)}" for s in wide.columns) + " |"
@@ -125,11 +125,11 @@ def real_cpu_evals() -> str:
     return "\n".join([head, "|---|" + "---|" * len(wide.columns), *rows])
 
 
-def real_cpu() -> str:
-    """`python -m ablate sweep=real_cpu seeds=1`'s table (one seed: Δ only, no verdicts)."""
+def real_cpu(name: str = "real_cpu") -> str:
+    """`python -m ablate sweep=NAME seeds=1`'s table (one seed: Δ only, no verdicts)."""
     import pandas as pd
 
-    t = pd.read_csv(FIGURES / "real_cpu_table.csv")
+    t = pd.read_csv(FIGURES / f"{name}_table.csv")
     cols = {"variant": "variant", "changed": "what changed", "mean": "final eval/positive_rate"}
     out = t[list(cols)].rename(columns=cols)
     out["Δ vs baseline"] = [("–" if pd.isna(d) else f"{d:+.3f}") for d in t["delta"]]
@@ -522,6 +522,8 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "cpu_families": cpu_families,
     "real_cpu": real_cpu,
     "real_cpu_evals": real_cpu_evals,
+    "lora_pair": lambda: real_cpu("lora_pair"),
+    "lora_pair_evals": lambda: real_cpu_evals("lora_pair"),
     "tasks_matrix": tasks_matrix,
     "reward_kl": reward_kl,
     "planner": planner,
