@@ -79,7 +79,10 @@ def _refuse_what_cannot_fit(plan, cfg) -> None:
     from ablate.sweep.memory import plan_sweep, refuse_if_too_big
 
     refuse_if_too_big(plan_sweep(plan, cfg))
-    refuse_if_cpu_too_big(plan_cpu_sweep(plan, cfg), cfg, len(plan.trials))
+    if (
+        not cfg.ray.address
+    ):  # a cluster's nodes have their own memory: nothing of the task is read here for it
+        refuse_if_cpu_too_big(plan_cpu_sweep(plan, cfg), cfg, len(plan.trials))
 
 
 def _warn(plan, cfg) -> None:

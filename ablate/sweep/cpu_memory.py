@@ -27,6 +27,7 @@ from the hub is not downloaded to plan it: ``DEFAULT_PROMPT_LENGTH`` is assumed 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -108,7 +109,8 @@ def _measured(task_yaml: str, model: str, cache_dir: str, chat_template: bool) -
     from ablate.trainer.tasks import load_task
 
     task_cfg = OmegaConf.create(task_yaml)
-    task = load_task(task_cfg)
+    with _quiet_datasets():  # a plan prints nothing of its own: no 'Generating train split' bars on stderr
+        task = load_task(task_cfg)
     # the training prompts: the update's backward is the peak; an eval set's (HumanEval's 447 tokens) is only
     # sampled, without a gradient
     longest = sorted(task.train, key=lambda q: len(_text(q)), reverse=True)[:16]
@@ -125,6 +127,22 @@ def _measured(task_yaml: str, model: str, cache_dir: str, chat_template: bool) -
     return max(
         (len(tok.encode_prompt(q)) for q in longest), default=0
     ), "the task's longest training prompt, tokenized"
+
+
+@contextlib.contextmanager
+def _quiet_datasets():
+    try:
+        from datasets.utils import logging as ds_logging
+    except ImportError:  # no 'data' extra: no datasets task either
+        yield
+        return
+    was = ds_logging.is_progress_bar_enabled()
+    ds_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            ds_logging.enable_progress_bar()
 
 
 def _text(problem) -> str:
