@@ -68,6 +68,8 @@ def plan_cpu_trial(cfg) -> CpuPlan | None:
     else:
         static = p * 16 + (p * DTYPE_BYTES[cfg.model.dtype] if cfg.algo.kl.mode != "none" else 0.0)
     prompt, source = prompt_length(cfg)
+    if prompt is None:
+        return None
     response = int(cfg.rollout.max_response_length)
     seq = prompt + response
     rows = cfg.train.prompts_per_step * cfg.algo.responses_per_prompt
@@ -84,8 +86,8 @@ def plan_cpu_trial(cfg) -> CpuPlan | None:
     return CpuPlan(s, RUNTIME_BYTES, static, activations, logits, total, prompt, source, response, micro)
 
 
-def prompt_length(cfg) -> tuple[int, str]:
-    """(tokens of the longest prompt, how that was found)."""
+def prompt_length(cfg) -> tuple[int | None, str]:
+    """(tokens of the longest prompt, how that was found); None when the task cannot be read here (no plan)."""
     if cfg.task.max_prompt_length:
         return int(cfg.task.max_prompt_length), "task.max_prompt_length"
     t = cfg.task
@@ -95,7 +97,10 @@ def prompt_length(cfg) -> tuple[int, str]:
             "assumed (a hub dataset is not read to plan; set task.max_prompt_length)",
         )
     key = OmegaConf.to_yaml(t, resolve=True)
-    return _measured(key, cfg.model.name, cfg.model.cache_dir, bool(cfg.model.chat_template))
+    try:
+        return _measured(key, cfg.model.name, cfg.model.cache_dir, bool(cfg.model.chat_template))
+    except Exception as e:  # a task that cannot be read is the trial's to report, in its own words
+        return None, f"not planned: the task could not be read here ({e.__class__.__name__})"
 
 
 def _local(path: str) -> bool:
@@ -136,11 +141,13 @@ def _quiet_datasets():
     except ImportError:  # no 'data' extra: no datasets task either
         yield
         return
-    was = ds_logging.is_progress_bar_enabled()
+    was, level = ds_logging.is_progress_bar_enabled(), ds_logging.get_verbosity()
     ds_logging.disable_progress_bar()
+    ds_logging.set_verbosity(ds_logging.CRITICAL)  # a file it cannot parse: the trial reports it, once
     try:
         yield
     finally:
+        ds_logging.set_verbosity(level)
         if was:
             ds_logging.enable_progress_bar()
 
@@ -192,7 +199,7 @@ def plan_cpu_sweep(plan, cfg) -> CpuPlan | None:
         first.setdefault(t.variant, t.config_yaml)
     cfgs = [OmegaConf.create(y) for y in first.values()]
     cfgs = [c for c in cfgs if model_shape(c.model) is not None and on_cpu(c.train.device)]
-    plans = [plan_cpu_trial(c) for c in cfgs]
+    plans = [mp for mp in map(plan_cpu_trial, cfgs) if mp is not None]
     return max(plans, key=lambda mp: mp.total) if plans else None
 
 

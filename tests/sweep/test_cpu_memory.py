@@ -114,3 +114,16 @@ def test_the_tiny_model_and_gpu_trials_get_no_cpu_plan():
     assert plan_cpu_sweep(build_plan(compose(ov), ov), compose(ov)) is None
     gpu = ["sweep=real_cpu", "launcher.gpus_per_trial=1", "launcher.num_gpus=1"]
     assert plan_cpu_sweep(build_plan(compose(gpu), gpu), compose(gpu)) is None
+
+
+def test_a_task_that_cannot_be_read_is_not_planned_and_prints_nothing(tmp_path, capfd):
+    """The trial reports a broken data file in its own words (tests/reliability/test_faults.py); the plan,
+    which reads the task first, neither raises nor logs datasets' errors and progress bars."""
+    data = tmp_path / "gsm8k"
+    data.mkdir()
+    for name in ("train.jsonl", "test.jsonl"):
+        (data / name).write_text('{"question": "1+1?", answer: "2"}\n')  # not JSON
+    cfg = compose(["preset=real_cpu", "task=gsm8k", f"task.path={data}"])
+    assert prompt_length(cfg) == (None, "not planned: the task could not be read here (DatasetGenerationError)")
+    assert plan_cpu_trial(cfg) is None
+    assert capfd.readouterr().err == ""
