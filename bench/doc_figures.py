@@ -193,11 +193,27 @@ def paper_commands() -> list[list[str]]:
     ]
 
 
+def _planned(argv: list[str]):
+    """One paper command on 80 GB cards -> (plan, its largest variant's MemoryPlan, hours a trial, padded hours,
+    GPUs of all trials, model size, 'GPUs per trial' cell)."""
+    from ablate.compose import compose
+    from ablate.sweep.memory import plan_sweep
+    from ablate.sweep.plan import build_plan
+
+    argv = [*argv, "launcher.gpu_memory_gb=80"]
+    cfg = compose(argv)
+    plan = build_plan(cfg, argv)
+    mp = plan_sweep(plan, cfg)
+    hours = (mp.step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
+    padded = (mp.padded_step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
+    size = re.search(r"-(\d+(?:\.\d+)?B)", cfg.model.name).group(1)
+    gpus = f"{mp.world}, FSDP" if mp.parallel == "fsdp" else str(mp.world)
+    return plan, mp, hours, padded, mp.world * len(plan.trials), size, gpus
+
+
 def planner() -> str:
     """The planner's figures for those commands on 80 GB cards, largest variant."""
-    from ablate.compose import compose
-    from ablate.sweep.memory import GIB, plan_sweep
-    from ablate.sweep.plan import build_plan
+    from ablate.sweep.memory import GIB
 
     rows = [
         "| sweep | model | GPUs per trial | memory per GPU | vLLM KV cache | est. per step, packed (padded) | "
@@ -205,15 +221,7 @@ def planner() -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for argv in paper_commands():
-        argv = [*argv, "launcher.gpu_memory_gb=80"]
-        cfg = compose(argv)
-        plan = build_plan(cfg, argv)
-        mp = plan_sweep(plan, cfg)
-        hours = (mp.step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
-        padded = (mp.padded_step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
-        n = mp.world * len(plan.trials)
-        size = re.search(r"-(\d+(?:\.\d+)?B)", cfg.model.name).group(1)
-        gpus = f"{mp.world}, FSDP" if mp.parallel == "fsdp" else str(mp.world)
+        plan, mp, hours, padded, n, size, gpus = _planned(argv)
         rows.append(
             f"| {plan.sweep} ({len(plan.variants) - 1} variants) | {size} | {gpus} | {mp.total / GIB:.1f} GiB | "
             f"{mp.kv_tokens / 1e3:,.0f}k tokens ({int(mp.kv_tokens // mp.seq)} x {mp.seq}) | "
@@ -225,9 +233,7 @@ def planner() -> str:
 
 def planner_lora() -> str:
     """The same commands with adapter=lora (rank 8) on one 80 GB GPU per trial, beside full fine-tuning's."""
-    from ablate.compose import compose
-    from ablate.sweep.memory import GIB, plan_sweep
-    from ablate.sweep.plan import build_plan
+    from ablate.sweep.memory import GIB
 
     rows = [
         "| sweep | model | training | GPUs per trial | memory per GPU | est. per trial | est. GPU-hours (5 seeds), "
@@ -237,15 +243,7 @@ def planner_lora() -> str:
     for argv in paper_commands():
         lora = [a for a in argv if not a.startswith(("launcher.gpus_per_trial=", "train.parallel="))]
         for name, args in (("full", argv), ("LoRA r8", [*lora, "adapter=lora", "launcher.gpus_per_trial=1"])):
-            args = [*args, "launcher.gpu_memory_gb=80"]
-            cfg = compose(args)
-            plan = build_plan(cfg, args)
-            mp = plan_sweep(plan, cfg)
-            hours = (mp.step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
-            padded = (mp.padded_step_seconds * cfg.train.steps + mp.checkpoint_seconds) / 3600
-            n = mp.world * len(plan.trials)
-            size = re.search(r"-(\d+(?:\.\d+)?B)", cfg.model.name).group(1)
-            gpus = f"{mp.world}, FSDP" if mp.parallel == "fsdp" else str(mp.world)
+            plan, mp, hours, padded, n, size, gpus = _planned(args)
             rows.append(
                 f"| {plan.sweep} | {size} | {name} | {gpus} | {mp.total / GIB:.1f} GiB | ~{hours:.1f} h | "
                 f"~{hours * n:,.0f} (~{padded * n:,.0f}) | {mp.checkpoint_bytes / 2**20:,.0f} MiB |"
