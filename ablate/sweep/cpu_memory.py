@@ -159,16 +159,16 @@ def _text(problem) -> str:
 def _tokenizer_source(model: str, cache_dir: str) -> tuple[str, dict] | None:
     """Where the model's tokenizer is on this machine: a packaged model's converted folder, else its GGUF (never
     converted to plan), or a local model directory; None for a hub id (not downloaded to plan)."""
-    from ablate.trainer import packaged
+    from types import SimpleNamespace
 
-    if packaged.is_packaged(model):
-        out = os.path.join(os.path.expanduser(cache_dir), "models", packaged.PACKAGED[model].folder)
-        if os.path.isfile(os.path.join(out, "config.json")):
-            return out, {}
-        gguf = packaged.gguf_path(model)
-        return (str(gguf.parent), {"gguf_file": gguf.name}) if gguf is not None else None
-    path = os.path.expanduser(model)
-    return (path, {}) if os.path.isfile(os.path.join(path, "config.json")) else None
+    from ablate.trainer import packaged
+    from ablate.trainer.models import model_folder_here
+
+    folder = model_folder_here(SimpleNamespace(name=model, cache_dir=cache_dir))
+    if folder is not None:
+        return folder, {}
+    gguf = packaged.gguf_path(model) if packaged.is_packaged(model) else None
+    return (str(gguf.parent), {"gguf_file": gguf.name}) if gguf is not None else None
 
 
 def machine_bytes() -> float:
