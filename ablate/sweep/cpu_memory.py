@@ -175,10 +175,14 @@ def machine_bytes() -> float:
     return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
+def slots(cfg) -> int:
+    """The embedded Ray's trial slots: its CPUs over a trial's."""
+    return max(1, int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial))
+
+
 def at_once(cfg, trials: int) -> int:
-    """Trials the embedded Ray runs at once: its CPU slots, at most the trials there are."""
-    slots = int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial)
-    return max(1, min(slots, trials))
+    """Trials the embedded Ray runs at once: its slots, at most the trials there are."""
+    return max(1, min(slots(cfg), trials))
 
 
 def on_cpu(device: str) -> bool:

@@ -11,7 +11,9 @@ from ablate.sweep.plan import TASK_SEP, Plan
 
 
 def _machine_gb() -> float:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    from ablate.sweep.cpu_memory import machine_bytes
+
+    return machine_bytes() / 2**30
 
 
 def _store_state(plan: Plan, run) -> tuple[int, list[float], list[float]]:
@@ -83,7 +85,9 @@ def _claim_lines(plan: Plan) -> list[str]:
 
 
 def _slots(cfg: DictConfig) -> int:
-    return max(1, int((cfg.launcher.num_cpus or os.cpu_count() or 1) // cfg.launcher.cpus_per_trial))
+    from ablate.sweep.cpu_memory import slots
+
+    return slots(cfg)
 
 
 def _time_lines(cfg: DictConfig, est_trial_s: float | None, measured: list[float], left: int) -> list[str]:
