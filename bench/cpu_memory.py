@@ -27,6 +27,7 @@ CASES = {
     "float32_update": ["model.autocast=none"],
     "lora_r8": ["adapter=lora"],  # peft's LoRA on every linear layer: the base frozen, no AdamW state for it
     "lora_r8_kl_k3_loss": ["adapter=lora", "kl=k3_loss"],  # the reference is the base: no second copy
+    "lora_r8_bf16_base": ["adapter=lora", "model.dtype=bfloat16"],  # the frozen base held in bfloat16
 }
 COMMON = ["mode=train", "preset=real_cpu", "train.steps=2", "train.eval_every=0", "fresh=true"]
 

@@ -7,7 +7,7 @@ KV cache and the no-grad scoring passes are smaller), so the plan is, in bytes:
 - runtime: the interpreter, torch, transformers and ablate, ``RUNTIME_BYTES`` (measured: the process before the
   model's weights arrive);
 - static: the policy's float32 weights, gradients and AdamW's two moments, 16 B/param, plus a KL reference in
-  ``model.dtype``; under LoRA the frozen base at 4 B/param (also the reference) and 16 B per adapter weight;
+  ``model.dtype``; under LoRA the frozen base at 4 B/param whatever its dtype (also the reference) and 16 B per adapter weight;
 - activations of one micro-batch at the maximum lengths (rows x (prompt + response) tokens): Korthikanti et al.'s
   ``34 h`` per token per layer at 16 bits, doubled for float32 (a bf16 autocast keeps float32 copies of what it
   casts), plus ``5 a s`` only with eager attention (SDPA on CPU keeps no s x s matrix), or the layer inputs plus
@@ -64,7 +64,7 @@ def plan_cpu_trial(cfg) -> CpuPlan | None:
         return None
     p, t = s.params, trainable_params(cfg, s)
     if t < p:  # LoRA: the frozen base (the KL reference too) and the adapters with their grads and AdamW
-        static = p * 4 + t * 16
+        static = p * 4 + t * 16  # a bfloat16 base measured no lower on CPU (bench/NOTES.md): float32 counted
     else:
         static = p * 16 + (p * DTYPE_BYTES[cfg.model.dtype] if cfg.algo.kl.mode != "none" else 0.0)
     prompt, source = prompt_length(cfg)

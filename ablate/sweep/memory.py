@@ -6,7 +6,8 @@ they differ, and every convention is stated where it is used:
 
 - weights, gradients: the trainable policy is float32 master weights on every device (4 B/param; ``model.dtype``
   is its compute dtype, ablate/trainer/precision.py) with float32 gradients (4 B/param); a KL reference model
-  adds a frozen copy in ``model.dtype``.
+  adds a frozen copy in ``model.dtype``. Under LoRA the frozen base is held in ``model.dtype`` (nothing updates
+  it) and only the adapters have float32 masters, gradients and moments.
 - optimizer: AdamW's two moments in fp32 (8 B/param): 16 B/param in all (4 + 4 + 8).
 - ddp: every rank holds all of it; fsdp: weights, gradients and optimizer states are sharded 1/W.
 - activations (Korthikanti et al. 2022, "Reducing activation recomputation"), per token per decoder layer at
@@ -166,7 +167,8 @@ def plan_trial(
     p, t = s.params, trainable_params(cfg, s)
     # the frozen reference, in model.dtype (LoRA: the base with the adapter disabled, no copy)
     ref = p * b if cfg.algo.kl.mode != "none" and t == p else 0.0
-    weights = (p * 4 + (t if t < p else 0) * 4 + ref) / shard  # the policy's float32 masters (+ adapters)
+    # the policy's float32 masters; LoRA: the frozen base in model.dtype and the adapters' float32 masters
+    weights = ((p * 4 if t == p else p * b + t * 4) + ref) / shard
     grads = t * 4 / shard
     optimizer = t * 8 / shard
     prompt = cfg.task.max_prompt_length or DEFAULT_PROMPT_LENGTH

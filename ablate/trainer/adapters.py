@@ -49,6 +49,16 @@ def attach(model, adapter, seed: int):
             raise AdapterError(f"adapter.target_modules={targets}: {str(e).splitlines()[0]}") from None
 
 
+def hold_base_in(model, dtype: torch.dtype) -> None:
+    """Cast the frozen base's weights to ``dtype`` (``model.dtype``), the adapters stay float32. The base needs
+    no float32 master copy (nothing updates it), so a bfloat16 base halves a LoRA trial's largest part; the
+    adapters keep float32 weights and AdamW states, which a step at the papers' rates moves (trainer/
+    precision.py). peft casts a layer's input to the adapters' dtype and its sum back to the base's."""
+    for p in model.parameters():
+        if not p.requires_grad and p.dtype != dtype:
+            p.data = p.data.to(dtype)
+
+
 def unknown_targets(model_cfg, targets) -> list[str] | None:
     """The names in a list of target modules that match no module of the model (peft's rule: the name, or
     its last dotted parts), read from the architecture built on the meta device (no weights); None where the

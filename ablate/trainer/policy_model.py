@@ -28,6 +28,8 @@ class PolicyModel:
         self.warmstart_path = load_or_train(cfg, seed, self.model, tok, task)
         self.peft = adapters.attach(self.model, cfg.adapter, streams.model_init)  # None: adapter=full
         self.lr_scale = cfg.adapter.lr_scale if self.peft is not None else 1.0
+        if self.peft is not None:  # the frozen base in model.dtype (bfloat16 on GPUs), the adapters float32
+            adapters.hold_base_in(self.model, frozen_dtype(cfg.model))
         self.kl_place = KL_PLACEMENTS[cfg.algo.kl.mode]
         self.ref = None
         if self.kl_place.needs_reference and self.peft is None:  # LoRA: the base, adapter disabled

@@ -63,6 +63,19 @@ def compute_context(mode: str, device: str) -> Callable[[], contextlib.AbstractC
     return functools.partial(_cpu_autocast_math_attention, dtype)
 
 
+def sampling_attention(model) -> contextlib.AbstractContextManager:
+    """The context sampling with ``model`` itself runs in. Sampling is float32 outside autocast, except a LoRA
+    policy's frozen base held in bfloat16: its attention is bfloat16 too, so on CPU kernels below AVX-512 it
+    takes SDPA's math kernel, as compute_context's scoring does (the fused one raises on AMX CPUs)."""
+    low = any(p.dtype in (torch.bfloat16, torch.float16) for p in model.parameters())
+    device = next(model.parameters()).device
+    if not low or device.type != "cpu" or torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.MATH])
+
+
 @contextlib.contextmanager
 def _cpu_autocast_math_attention(dtype):
     from torch.nn.attention import SDPBackend, sdpa_kernel

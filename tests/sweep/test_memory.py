@@ -233,3 +233,18 @@ def test_dry_run_warns_when_measured_peaks_of_trials_at_once_crowd_the_machine(t
     text = dry_run.describe(plan, cfg, None, run)
     assert "measured peak memory per trial up to 20.0 GB (2 finished): ~40.0 GB for 2 at once" in text
     assert "TIGHT: run fewer at once (launcher.num_cpus=N)" in text
+
+
+@pytest.mark.parametrize("dtype, base_bytes", [("bfloat16", 2), ("float32", 4)])
+def test_lora_holds_its_frozen_base_in_the_model_dtype_and_only_adapters_in_float32(dtype, base_bytes):
+    """A 7B-shaped model (params_b=7), LoRA r8: the frozen base at model.dtype's bytes a param, the adapters at
+    4 (float32 masters), gradients 4 and AdamW 8 a param of the adapters only; no reference copy with KL."""
+    from ablate.sweep.memory import trainable_params
+
+    cfg = compose(["model=hf", "model.name=org/seven", "model.params_b=7", "model.layers=32", "model.hidden=4096",
+                   "model.heads=32", "model.kv_heads=8", "model.vocab=32000", f"model.dtype={dtype}",
+                   "adapter=lora_r8", "kl=k3_loss", "task=math", "task.max_prompt_length=64"])  # fmt: skip
+    mp = plan_trial(cfg, 1, None)
+    t = trainable_params(cfg, model_shape(cfg.model))
+    assert 0 < t < 7e9 / 100
+    assert mp.weights == pytest.approx(7e9 * base_bytes + t * 4)

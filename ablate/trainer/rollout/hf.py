@@ -6,6 +6,7 @@ import inspect
 
 import torch
 
+from ablate.trainer.precision import sampling_attention
 from ablate.trainer.rollout.batch import ROLLOUT_BACKENDS, RolloutBatch, SamplingParams, left_pad
 
 
@@ -145,15 +146,16 @@ class HFRollout:
         was_training = self.model.training
         self.model.eval()
         try:
-            return sample(
-                self.model,
-                ids.to(device),
-                mask.to(device),
-                params,
-                self.tok.eos_token_id,
-                self.tok.pad_token_id,
-                generator,
-            )
+            with sampling_attention(self.model):
+                return sample(
+                    self.model,
+                    ids.to(device),
+                    mask.to(device),
+                    params,
+                    self.tok.eos_token_id,
+                    self.tok.pad_token_id,
+                    generator,
+                )
         finally:
             self.model.train(was_training)
 
