@@ -121,3 +121,17 @@ def test_target_modules_the_model_lacks_are_refused_before_launch_and_in_the_tri
     validate_trial(compose_cfg(LORA + ["adapter.target_modules=[q_proj,down_proj]"]))
     with pytest.raises(adapters.AdapterError, match=r"adapter.target_modules=\['qkv_proj'\]"):
         Trainer(compose_cfg(LORA + ["adapter.target_modules=[qkv_proj]"]), 0)
+
+
+def test_a_learned_reward_model_is_untouched_by_the_policys_adapter(compose_cfg):
+    """reward=learned with adapter=lora: the reward model is its own model, with no LoRA layers, none of its
+    weights in the optimizer, and none that moves in a step."""
+    t = Trainer(compose_cfg(LORA + ["reward=learned"]), 0)  # the policy's warm start: the session's cached one
+    rm = t.scorer.reward_model.embedded.model
+    assert not any(".lora_" in n for n, _ in rm.named_modules())
+    optimized = {id(p) for g in t.opt.param_groups for p in g["params"]}
+    assert not optimized & {id(p) for p in rm.parameters()}
+    before = {n: p.detach().clone() for n, p in rm.named_parameters()}
+    rec = t.step(0)
+    assert all(torch.equal(p, before[n]) for n, p in rm.named_parameters())
+    assert rec["reward/mean"] == rec["reward/mean"]  # the reward model scored the LoRA policy's rollouts
