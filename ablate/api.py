@@ -35,6 +35,11 @@ class Run:
     heterogeneity: Any = field(repr=False, default=None)
     # variants on a learned reward model: proxy against gold (reward_gap.csv; empty without one)
     reward_gap: Any = field(repr=False, default=None)
+    # each trial's compute-performance fit (curve_fits.csv) and the verdicts on its parameters (curves.csv)
+    curve_fits: Any = field(repr=False, default=None)
+    curves: Any = field(repr=False, default=None)
+    # each trial's end predicted from its first quarter and half of tokens, against the real one (predictions.csv)
+    predictions: Any = field(repr=False, default=None)
 
     def __repr__(self) -> str:
         return (
@@ -45,7 +50,9 @@ class Run:
 
 def load_run(path: str | Path) -> Run:
     """Read runs/<sweep>/<run_id>: ``run.metrics``, ``run.trials``, ``run.table``, ``run.claims``, ``run.trend``
-    (DataFrames; the last two empty when the sweep states no claims), ``run.plan``. A task sweep adds
+    (DataFrames; the last two empty when the sweep states no claims), ``run.curve_fits`` (each trial's
+    compute-performance fit), ``run.curves`` (the verdicts on its parameters) and ``run.predictions`` (each
+    trial's end predicted from its first tokens), ``run.plan``. A task sweep adds
     ``run.tasks`` and ``run.heterogeneity``; its ``run.table`` is the pooled one and ``run.trials`` has a
     ``task`` column (variants named without their task).
 
@@ -83,8 +90,13 @@ def load_run(path: str | Path) -> Run:
     from ablate.stats.trend import trends_for
 
     gap = reward_gap_table(rt.metrics, list(plan["variants"]), rt.stats.final_fraction, rt.stats.alpha)
+    from ablate.stats.curve_predict import predictions_for
+    from ablate.stats.curve_table import curves_for
+
+    fits, curves = curves_for(rt)
     return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table, claims_for(rt), trends_for(rt),
-               rt.by_task if rt.tasks else pd.DataFrame(), rt.heterogeneity if rt.tasks else pd.DataFrame(), gap)  # fmt: skip
+               rt.by_task if rt.tasks else pd.DataFrame(), rt.heterogeneity if rt.tasks else pd.DataFrame(), gap,
+               fits, curves, predictions_for(rt))  # fmt: skip
 
 
 # ---- factor columns -----------------------------------------------------------------------------------------

@@ -514,7 +514,74 @@ def paper_claims() -> str:
     return "\n".join(rows)
 
 
+def curves_calibration() -> str:
+    """The curve verdicts and early predictions against known truth (python -m bench.curves)."""
+    import pandas as pd
+
+    c = _json("curves_calibration.json")
+    n, e = c["null"], c["effects"]
+    fam = lambda p: f"{n['family_wise_false'][p]:.1%}"  # noqa: E731
+    rows = [
+        ("3 null variants: some asymptote (A) row called", fam("asymptote"), "≤ 5%"),
+        ("3 null variants: some efficiency (B) row called", fam("efficiency"), "≤ 5%"),
+        ("3 null variants: some midpoint (C_mid) row called", fam("midpoint"), "≤ 5%"),
+        ("A + 0.1 and C_mid x 0.5 moved: a B row called (B moved by nothing)",
+         f"{e['family_wise_false']['efficiency']:.1%}", "≤ 5%"),
+        ("A + 0.1: called helps on the asymptote", f"{e['helps']['higher on asymptote']:.1%}", "power"),
+        ("C_mid x 0.5: called helps on the midpoint", f"{e['helps']['sooner on midpoint']:.1%}", "power"),
+    ]  # fmt: skip
+    for fr in ("0.25", "0.5"):
+        p = {k: [s["prediction"][fr][k] for s in (n, e)] for k in n["prediction"][fr]}
+        cov = sum(a * b for a, b in zip(p["coverage"], p["predicted"], strict=True)) / sum(p["predicted"])
+        rows.append((f"the end predicted from the first {float(fr):.0%} of tokens: 90% interval covers", f"{cov:.1%}",
+                     "≥ 90%"))  # fmt: skip
+        rows.append(("... median absolute error / median half-width (the larger scenario's)",
+                     f"{max(p['median_abs_error']):.3f} / {max(p['median_half_width']):.3f}", "–"))  # fmt: skip
+    table = pd.DataFrame(rows, columns=["check", "measured", "target"])
+    return (
+        _md(table) + f"\n\n{c['reps']} simulated stores per scenario, {c['seeds']} seeds, Holm at alpha 0.05."
+    )
+
+
+def curves_main_job() -> str:
+    """The main job with evals every 3 steps: its fits, verdicts on A, and the early predictions' real errors
+    (the report's curve_fits.csv, curves.csv and predictions.csv, copied to docs/figures/curves_main_job_*)."""
+    import pandas as pd
+
+    from ablate.report.curves_section import curves_display, fit_counts, predictions_display
+
+    fits = pd.read_csv(FIGURES / "curves_main_job_fits.csv")
+    curves = pd.read_csv(FIGURES / "curves_main_job_curves.csv")
+    pred = pd.read_csv(FIGURES / "curves_main_job_predictions.csv")
+    a = curves_display(curves[curves.parameter == "asymptote"])
+    worst = pred[pred.predicted.notna()].assign(abs_error=lambda d: d.error.abs()).nlargest(5, "abs_error")
+    worst = pd.DataFrame({"trial": [f"{v} seed {s}" for v, s in zip(worst.variant, worst.seed, strict=True)],
+                          "from the first": [f"{f:.0%}" for f in worst.fraction],
+                          "predicted [90%]": [f"{p:.3f} [{lo:.3f}, {hi:.3f}]" for p, lo, hi in
+                                              zip(worst.predicted, worst.low, worst.high, strict=True)],
+                          "real": [f"{x:.3f}" for x in worst.actual],
+                          "covered": ["yes" if c else "no" for c in worst.covered]})  # fmt: skip
+    return "\n\n".join([
+        f"Fits: {fit_counts(fits)}.", _md(a), "Early prediction, every trial (curves_main_job_predictions.csv):",
+        _md(predictions_display(pred)), "The five largest errors:", _md(worst),
+    ])  # fmt: skip
+
+
+def curves_lora_pair() -> str:
+    """SmolLM2 full vs LoRA r8 (docs/lora.md's run): each trial's fit (curve_fits.csv)."""
+    import pandas as pd
+
+    fits = pd.read_csv(FIGURES / "lora_pair_curve_fits.csv")
+    table = pd.DataFrame({"trial": fits.variant, "A": fits.a.map("{:.3f}".format), "B": fits.b.map("{:.2f}".format),
+                          "C_mid (tokens)": fits.c_mid.map("{:,.0f}".format), "evals fitted": fits.n_fitted,
+                          "tokens at the end": fits.compute.map("{:,.0f}".format), "status": fits.status})  # fmt: skip
+    return _md(table)
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
+    "curves_main_job": curves_main_job,
+    "curves_lora_pair": curves_lora_pair,
+    "curves_calibration": curves_calibration,
     "paper_claims": paper_claims,
     "main_job": main_job,
     "cpu_families": cpu_families,

@@ -8,15 +8,28 @@ from typing import Any
 from ablate.config.schema import ConfigError
 
 FORMS = ("helps", "hurts", "equivalent", "negligible", "greater", "exceeds_all", "trend", "share")
+# `curve: asymptote` decides a claim on the fitted curves' parameter (ablate/stats/curve_table.py) instead of
+# the final scores; equivalence only on the asymptote, whose margin is sweep.stats.curve_sesoi
+CURVES = ("asymptote", "efficiency", "midpoint")
 SHAPES = ("increasing", "decreasing", "concave")
 
-EXTRA = ("source", "says", "task")  # where a claim comes from (e.g. "Paper 3, Sec. 4"), its words, and the
+EXTRA = (
+    "source",
+    "says",
+    "task",
+    "curve",
+)  # where a claim comes from (e.g. "Paper 3, Sec. 4"), its words, and the
 # task it is about (`task: reverse_format`): decided from that task's arms of a task sweep (sweep.tasks), not
 # tested in a sweep that does not run the task
 
 
 def validate_claims(
-    claims: Any, variants: list[str], baseline: str, sesoi: float | None, axes: list[str] = ()
+    claims: Any,
+    variants: list[str],
+    baseline: str,
+    sesoi: float | None,
+    axes: list[str] = (),
+    curve_sesoi: float | None = None,
 ) -> None:
     if not claims:
         return
@@ -41,10 +54,27 @@ def validate_claims(
         form = forms[0]
         if "task" in c:
             _check_on(f"{at}.task", c["task"], form)
+        if "curve" in c:
+            _check_curve(f"{at}.curve", c, form)
         if form == "share":
             _check_share(f"{at}.share", c[form], list(axes))
         else:
-            _check_arg(f"{at}.{form}", form, c[form], variants, baseline, sesoi)
+            margin = curve_sesoi if "curve" in c else sesoi
+            _check_arg(f"{at}.{form}", form, c[form], variants, baseline, margin, "curve" in c)
+
+
+def _check_curve(at: str, c: dict, form: str) -> None:
+    curve = c["curve"]
+    if curve not in CURVES:
+        raise ConfigError(f"{at}={curve!r}: a curve parameter; allowed: {', '.join(CURVES)}")
+    if form == "share" or "task" in c:
+        raise ConfigError(
+            f"{at}: a {'share' if form == 'share' else 'task'} claim reads final scores; drop curve"
+        )
+    if form in ("equivalent", "negligible") and curve != "asymptote":
+        raise ConfigError(
+            f"{at}={curve}: equivalence has a margin on the asymptote only (sweep.stats.curve_sesoi)"
+        )
 
 
 def _check_on(at: str, task: Any, form: str) -> None:
@@ -88,7 +118,9 @@ def _names(at: str, value: Any, variants: list[str], n: int | None = None, least
     return vals
 
 
-def _check_arg(at: str, form: str, arg: Any, variants: list[str], baseline: str, sesoi: float | None) -> None:
+def _check_arg(
+    at: str, form: str, arg: Any, variants: list[str], baseline: str, sesoi: float | None, curve: bool = False
+) -> None:
     if form in ("helps", "hurts", "equivalent"):
         if not isinstance(arg, str):
             raise ConfigError(f"{at}={arg!r}: one variant name")
@@ -119,8 +151,9 @@ def _check_arg(at: str, form: str, arg: Any, variants: list[str], baseline: str,
             raise ConfigError(f"{at}.shape={arg['shape']!r}: allowed: {', '.join(SHAPES)}")
         _names(f"{at}.levels", arg["levels"], variants, least=3 if arg["shape"] == "concave" else 2)
     if form in ("equivalent", "negligible") and not sesoi:
+        key = "curve_sesoi" if curve else "sesoi"
         raise ConfigError(
-            f"{at}: needs sweep.stats.sesoi (the margin inside which a difference is negligible)"
+            f"{at}: needs sweep.stats.{key} (the margin inside which a difference is negligible)"
         )
 
 
@@ -147,6 +180,8 @@ def claim_lines(
             text = f"{', '.join(arg['factors'])} explain >= {arg['at_least']:.0%} of the variation"
         else:
             text = f"{arg['shape']} over {', '.join(arg['levels'])}"
+        if c.get("curve"):
+            text += f" in the curves' {c['curve']}"
         if c.get("task"):
             text += f" on {c['task']}"
             if tasks is not None and c["task"] not in tasks:

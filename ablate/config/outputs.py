@@ -29,7 +29,16 @@ ANALYSIS_KEYS = ("metric", "higher_is_better", "stats", "claims")
 
 
 def same_analysis(a: dict, b: dict) -> bool:
-    return all(a.get(k) == b.get(k) for k in ANALYSIS_KEYS)
+    """Statistics compare with their defaults filled in: a run stored before a stats key existed is not a
+    re-analysis of itself."""
+    from dataclasses import asdict
+
+    from ablate.config.schema import StatsConfig
+
+    def read(spec: dict, key: str):
+        return asdict(StatsConfig(**(spec.get(key) or {}))) if key == "stats" else spec.get(key)
+
+    return all(read(a, k) == read(b, k) for k in ANALYSIS_KEYS)
 
 
 def analysis_folder(run_id: str, spec: dict) -> str:

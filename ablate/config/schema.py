@@ -276,6 +276,11 @@ class StatsConfig:
     max_seeds: int = 20
     round_size: int = 5
     spending: str = "obf"  # alpha-spending over the looks: obf (O'Brien-Fleming-like) | pocock
+    # the fitted curves (docs/curves.md): the share of a trial's tokens left out at the start, where the
+    # asymptote A may lie (null: from the data), and A's margin of equivalence (ScaleRL's +-0.02)
+    curve_window: float = 0.0
+    curve_bounds: list[float] | None = field(default_factory=lambda: [0.0, 1.0])
+    curve_sesoi: float | None = 0.02
 
 
 @dataclass

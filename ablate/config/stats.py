@@ -31,6 +31,13 @@ def validate_stats(st, rows: int, seeds: int) -> None:
             st.sesoi,
             "must be > 0 (in the metric's units), or null to not test equivalence",
         )
+    if not 0 <= st.curve_window < 1:
+        _fail("sweep.stats.curve_window", st.curve_window, "must be in [0, 1)")
+    bounds = st.curve_bounds
+    if bounds is not None and (len(bounds) != 2 or not bounds[0] < bounds[1]):
+        _fail("sweep.stats.curve_bounds", list(bounds), "must be [low, high] with low < high, or null")
+    if st.curve_sesoi is not None and not st.curve_sesoi > 0:
+        _fail("sweep.stats.curve_sesoi", st.curve_sesoi, "must be > 0, or null to not test equivalence on A")
     _at_least("sweep.stats.min_seeds", st.min_seeds, 2)
     _at_least("sweep.stats.round_size", st.round_size, 1)
     if st.max_seeds < st.min_seeds:

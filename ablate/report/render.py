@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ablate import store
-from ablate.report import plots
+from ablate.report import curve_plots, plots
 from ablate.report.blocks import to_html, to_markdown
 from ablate.report.display import display_table
 from ablate.report.manifest import manifest
@@ -35,18 +35,12 @@ def build(run: Path, spec: dict | None = None) -> dict:
         if plan.get("factors")
         else pd.DataFrame()
     )
-    health = health_table(
-        metrics[metrics.status == "done"] if len(metrics) else metrics,
-        lambda v, s: trial_config(run, v, s),
-        refuted_settings(rt.table, plan["variants"]),
-    )
-    if len(health):  # plan order, not alphabetical
-        order = {v: i for i, v in enumerate(plan.get("trial_variants", plan["variants"]))}
-        health = health.sort_values("variant", key=lambda s: s.map(order), kind="stable")
+    health = _health(run, rt)
     from ablate.stats.claims import claims_for
     from ablate.stats.trend import trends_for
 
     return {
+        **_curve_numbers(rt),
         "plan": plan,
         "claims": claims_for(rt),
         "trend": trends_for(rt),
@@ -88,6 +82,39 @@ def build(run: Path, spec: dict | None = None) -> dict:
     }
 
 
+def _health(run: Path, rt) -> pd.DataFrame:
+    """The training-health flags of the finished trials, in plan order."""
+    metrics, plan = rt.metrics, rt.plan
+    health = health_table(
+        metrics[metrics.status == "done"] if len(metrics) else metrics,
+        lambda v, s: trial_config(run, v, s),
+        refuted_settings(rt.table, plan["variants"]),
+    )
+    if len(health):  # plan order, not alphabetical
+        order = {v: i for i, v in enumerate(plan.get("trial_variants", plan["variants"]))}
+        health = health.sort_values("variant", key=lambda s: s.map(order), kind="stable")
+    return health
+
+
+def _curve_numbers(rt) -> dict:
+    """Each trial's fitted curve, the verdicts on its parameters and the early predictions (docs/curves.md)."""
+    from ablate.stats.curve_predict import predictions_for
+    from ablate.stats.curve_table import curves_for
+
+    fits, curves = curves_for(rt)
+    return {"curve_fits": fits, "curves": curves, "predictions": predictions_for(rt)}
+
+
+def _curve_figure(r: dict, variants: list[str], out: Path) -> dict:
+    if not len(r["curve_fits"]) or r["tasks"]:
+        return {}
+    return {
+        "curve_fits": curve_plots.curve_fits(
+            r["metrics"], r["spec"]["metric"], r["curve_fits"], variants, out
+        )
+    }
+
+
 def _built_and_placed(run: Path, reports_dir, spec: dict | None) -> tuple[dict, Path]:
     """The report's numbers and its folder: the run's own (<sweep>/<run_id>), or, read with another analysis
     than plan.json's, a re-analysis beside it (<sweep>/<run_id>-<metric>-<hash>)."""
@@ -100,16 +127,9 @@ def _built_and_placed(run: Path, reports_dir, spec: dict | None) -> tuple[dict, 
     return r, Path(reports_dir) / r["plan"]["sweep"] / folder
 
 
-def write_report(
-    run: Path, reports_dir: str | Path = "reports", figures: bool = True, spec: dict | None = None
-) -> Path:
-    """Writes every report file; returns the report folder. md and html come from one list of blocks.
-    ``figures=False`` skips the PNGs (calibration by simulation writes thousands of reports). ``spec``: the
-    sweep file as the command gave it; read with another analysis than the run's own (plan.json: another
-    metric, statistics or claims) it is a re-analysis, written beside the run's report, never over it."""
-    r, out = _built_and_placed(run, reports_dir, spec)
+def _write_tables(r: dict, out: Path) -> None:
+    """The report's CSVs and LaTeX table (each only where the run has its numbers)."""
     plan, spec, stats, table = r["plan"], r["spec"], r["stats"], r["table"]
-    out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "table.csv", index=False)
     (out / "table.tex").write_text(
         to_latex(
@@ -126,9 +146,25 @@ def write_report(
         r["trend"].to_csv(out / "trend.csv", index=False)
     if len(r["reward_gap"]):
         r["reward_gap"].to_csv(out / "reward_gap.csv", index=False)
+    if len(r["curve_fits"]):
+        for name in ("curve_fits", "curves", "predictions"):
+            r[name].to_csv(out / f"{name}.csv", index=False)
     if r["tasks"]:
         r["by_task"].to_csv(out / "tasks.csv", index=False)
         r["heterogeneity"].to_csv(out / "heterogeneity.csv", index=False)
+
+
+def write_report(
+    run: Path, reports_dir: str | Path = "reports", figures: bool = True, spec: dict | None = None
+) -> Path:
+    """Writes every report file; returns the report folder. md and html come from one list of blocks.
+    ``figures=False`` skips the PNGs (calibration by simulation writes thousands of reports). ``spec``: the
+    sweep file as the command gave it; read with another analysis than the run's own (plan.json: another
+    metric, statistics or claims) it is a re-analysis, written beside the run's report, never over it."""
+    r, out = _built_and_placed(run, reports_dir, spec)
+    plan, spec, table = r["plan"], r["spec"], r["table"]
+    out.mkdir(parents=True, exist_ok=True)
+    _write_tables(r, out)
     variants = list(plan["variants"])
     figs = (
         {
@@ -138,6 +174,7 @@ def write_report(
             "forest": plots.forest(table, spec["metric"], out),
             "seeds": plots.seed_dots(r["summaries"], variants, plan["baseline"], out),
             **({"trend": plots.trend(r["trend"], spec["metric"], out)} if len(r["trend"]) else {}),
+            **_curve_figure(r, variants, out),
         }
         if figures
         else {}

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ablate.report import plots
 from ablate.report.blocks import Figure, Heading, Note, Para, Pre, Table
+from ablate.report.curves_section import curves_blocks
 from ablate.report.display import display_table, loss_notes, matched_table, notes, shared_level
 from ablate.report.manifest import lock_sentence
 from ablate.report.run_info import header_text
@@ -81,6 +82,7 @@ def report_blocks(r: dict, figs: dict[str, Path], man: dict, curves_note: str) -
         *_tables(r),
         *_eval_sets(r),
         *_figures(r, figs, curves_note),
+        *curves_blocks(r, figs),
         *_health(r),
         *_samples(r),
         *_reproducibility(r, man),

@@ -45,7 +45,7 @@ def expand(claims: list[dict]) -> list[dict]:
         form = next(k for k in c if k in FORMS)
         arg = c[form]
         base = {"form": form, "source": str(c.get("source", "")), "says": str(c.get("says", "")),
-                "on": str(c.get("task") or "")}  # fmt: skip
+                "on": str(c.get("task") or ""), "curve": str(c.get("curve") or "")}  # fmt: skip
         if form == "negligible":
             out += [{**base, "variants": [v]} for v in arg]
         elif form in ("helps", "hurts", "equivalent"):
@@ -69,6 +69,7 @@ def named_variants(claim: dict) -> list[str]:
 
 def label(c: dict, baseline: str, sesoi: float | None) -> str:
     text = _label(c, baseline, sesoi)
+    text = f"{text} in the {c['curve']}" if c.get("curve") else text
     return f"{text} on {c['on']}" if c.get("on") else text
 
 
@@ -186,6 +187,8 @@ def claims_table(
     tasks: list[str] | None = None,
     task_summ: pd.DataFrame | None = None,
     spread: tuple[float, int] = (math.nan, 0),
+    curves: dict[str, pd.DataFrame] | None = None,
+    curve_sesoi: float | None = None,
 ) -> pd.DataFrame:
     """One row per claim: claim, form, source, says, n_pairs, estimate, ci_low, ci_high, ci_level, verdict.
     ``summ``: one row per trial (variant, seed, status, final), as ablate.stats.summary makes it (a task sweep's
@@ -220,6 +223,11 @@ def claims_table(
                                 "why": f"the run has no task {c['on']} (run it with sweep.tasks)"})  # fmt: skip
         elif c["form"] == "share":
             rows.append(head | _share_row(summ, factors or {}, c, level))
+        elif c["curve"]:  # the fits' parameter per seed; a smaller C_mid is better whatever the metric
+            up = sign if c["curve"] != "midpoint" else -1.0
+            head["claim"] = label(c, baseline, curve_sesoi)
+            wide = (curves or {}).get(c["curve"], pd.DataFrame())
+            rows.append(head | _paired_row(c, wide, baseline, up, level, curve_sesoi, (math.nan, 0)))
         else:
             wide = pooled
             if c["on"]:  # that task's arms, named as the pooled ones
@@ -271,6 +279,11 @@ def _paired_row(c: dict, wide: pd.DataFrame, baseline: str, sign: float, level: 
 
 def claims_for(rt) -> pd.DataFrame:
     """The claims table of a run (ablate.stats.run_table.RunTable): what the report and the API show."""
+    curves = None
+    if any(isinstance(c, dict) and c.get("curve") for c in rt.spec.get("claims") or []):
+        from ablate.stats.curve_table import parameter_wide, trial_fits
+
+        curves = parameter_wide(trial_fits(rt.metrics, rt.spec["metric"], rt.stats))
     return claims_table(
         rt.summaries,
         rt.spec.get("claims") or [],
@@ -282,6 +295,8 @@ def claims_for(rt) -> pd.DataFrame:
         rt.tasks,
         rt.task_summaries,
         pooled_spread(rt),
+        curves,
+        rt.stats.curve_sesoi,
     )
 
 

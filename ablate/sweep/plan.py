@@ -191,8 +191,9 @@ def _check_statistics(cfg: DictConfig, spec, variants: dict, seeds: list[int], a
     st = spec.stats
     validate_stats(st, len(variants) - 1, st.min_seeds if auto else len(seeds))
     validate_claims(
-        OmegaConf.to_object(spec.claims), list(variants), spec.baseline, st.sesoi, list(spec.axes)
-    )
+        OmegaConf.to_object(spec.claims), list(variants), spec.baseline, st.sesoi, list(spec.axes),
+        st.curve_sesoi,
+    )  # fmt: skip
     validate_metric(spec.metric, extra=None)  # the sweep's overrides may add reward functions, pass@k
     if not auto:
         return None

@@ -67,13 +67,17 @@ def test_every_file_is_written(report):
         "learning_curves.png",
         "forest.png",
         "seeds.png",
+        "curve_fits.png",
+        "curves.csv",
+        "curve_fits.csv",
+        "predictions.csv",
     ):
         assert (out / name).stat().st_size > 0, name
     for png in out.glob("*.png"):
         w, h = _png_size(png)
         assert w > 200 and h > 150 and png.stat().st_size > 5000
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 3  # self-contained
+    assert html.count("data:image/png;base64,") == 4  # self-contained
     assert "\\begin{tabular}" in (out / "table.tex").read_text()
 
 
@@ -126,9 +130,14 @@ def test_html_carries_every_heading_the_method_the_notes_and_the_captions(report
     md, page = (out / "report.md").read_text(), (out / "report.html").read_text()
     text = _text(page)
     headings = [line.lstrip("#").strip() for line in md.splitlines() if line.startswith("#")]
-    assert {"Method", "Ablation table", "Compute-matched comparison", "Figures", "Reproducibility"} <= set(
-        headings
-    )
+    assert {
+        "Method",
+        "Ablation table",
+        "Compute-matched comparison",
+        "Figures",
+        "Curves",
+        "Reproducibility",
+    } <= set(headings)
     for h in headings:
         assert re.search(rf"<h\d>{re.escape(htmllib.escape(h, quote=False))}</h\d>", page), h
     method = build(run)["table"].attrs["method"]
@@ -138,7 +147,7 @@ def test_html_carries_every_heading_the_method_the_notes_and_the_captions(report
             plain = " ".join(line.lstrip("> ").strip("*").replace("`", "").replace("**", "").split())
             assert plain in text, plain[:80]
     captions = re.findall(r"^\*Figure: (.+)\*$", md, flags=re.M)
-    assert len(captions) == 3 and page.count("<figcaption>") == 3
+    assert len(captions) == 4 and page.count("<figcaption>") == 4  # + the fitted curves
     assert any("bootstrap" in c for c in captions)  # the learning-curve band says what it is
     assert any("±SESOI (0.05)" in c and "interval" in c for c in captions)
 

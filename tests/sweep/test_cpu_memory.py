@@ -124,6 +124,9 @@ def test_a_task_that_cannot_be_read_is_not_planned_and_prints_nothing(tmp_path, 
     for name in ("train.jsonl", "test.jsonl"):
         (data / name).write_text('{"question": "1+1?", answer: "2"}\n')  # not JSON
     cfg = compose(["preset=real_cpu", "task=gsm8k", f"task.path={data}"])
-    assert prompt_length(cfg) == (None, "not planned: the task could not be read here (DatasetGenerationError)")
+    assert prompt_length(cfg) == (
+        None,
+        "not planned: the task could not be read here (DatasetGenerationError)",
+    )
     assert plan_cpu_trial(cfg) is None
     assert capfd.readouterr().err == ""
