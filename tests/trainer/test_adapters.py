@@ -126,7 +126,9 @@ def test_target_modules_the_model_lacks_are_refused_before_launch_and_in_the_tri
 def test_a_learned_reward_model_is_untouched_by_the_policys_adapter(compose_cfg):
     """reward=learned with adapter=lora: the reward model is its own model, with no LoRA layers, none of its
     weights in the optimizer, and none that moves in a step."""
-    t = Trainer(compose_cfg(LORA + ["reward=learned"]), 0)  # the policy's warm start: the session's cached one
+    t = Trainer(
+        compose_cfg(LORA + ["reward=learned"]), 0
+    )  # the policy's warm start: the session's cached one
     rm = t.scorer.reward_model.embedded.model
     assert not any(".lora_" in n for n, _ in rm.named_modules())
     optimized = {id(p) for g in t.opt.param_groups for p in g["params"]}
