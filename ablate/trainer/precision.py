@@ -58,9 +58,14 @@ def compute_context(mode: str, device: str) -> Callable[[], contextlib.AbstractC
         return contextlib.nullcontext
     if str(device).startswith("cuda"):
         return functools.partial(torch.autocast, "cuda", dtype=dtype)
-    if torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+    if fused_cpu_attention():
         return functools.partial(torch.autocast, "cpu", dtype=dtype)
     return functools.partial(_cpu_autocast_math_attention, dtype)
+
+
+def fused_cpu_attention() -> bool:
+    """Whether torch's fused low-precision CPU attention can run: on AVX-512 kernels (see compute_context)."""
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
 
 
 def sampling_attention(model) -> contextlib.AbstractContextManager:
@@ -68,8 +73,7 @@ def sampling_attention(model) -> contextlib.AbstractContextManager:
     policy's frozen base held in bfloat16: its attention is bfloat16 too, so on CPU kernels below AVX-512 it
     takes SDPA's math kernel, as compute_context's scoring does (the fused one raises on AMX CPUs)."""
     low = any(p.dtype in (torch.bfloat16, torch.float16) for p in model.parameters())
-    device = next(model.parameters()).device
-    if not low or device.type != "cpu" or torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+    if not low or next(model.parameters()).device.type != "cpu" or fused_cpu_attention():
         return contextlib.nullcontext()
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
