@@ -72,7 +72,9 @@ def parameter_wide(fits: pd.DataFrame) -> dict[str, pd.DataFrame]:
     out = {}
     for name, (col, shape, _) in PARAMETERS.items():
         usable = fits[_usable(fits, shape)] if len(fits) else fits
-        out[name] = usable.pivot_table(index="seed", columns="variant", values=col, aggfunc="first")
+        out[name] = usable.pivot_table(
+            index="seed", columns="variant", values=col, aggfunc="first", dropna=False
+        )
     return out
 
 
@@ -82,18 +84,13 @@ def curve_table(
     """One row per (parameter, variant other than the baseline): n_pairs, the baseline's and the variant's mean,
     delta, its interval at the family's level, p, p_adj, verdict and its text, fits left out."""
     rows = []
-    for name, (col, shape, up) in PARAMETERS.items():
-        usable = fits[_usable(fits, shape)] if len(fits) else fits
-        base = (
-            usable[usable.variant == baseline].set_index("seed")[col]
-            if len(usable)
-            else pd.Series(dtype=float)
-        )
+    wide = parameter_wide(fits)
+    for name, (_, _, up) in PARAMETERS.items():
+        table = wide[name]
+        base = table[baseline].dropna() if baseline in table else pd.Series(dtype=float)
         family = []
         for v in (v for v in variants if v != baseline):
-            own = (
-                usable[usable.variant == v].set_index("seed")[col] if len(usable) else pd.Series(dtype=float)
-            )
+            own = table[v].dropna() if v in table else pd.Series(dtype=float)
             seeds = sorted(set(own.index) & set(base.index))
             x, y = own.loc[seeds].to_numpy(float), base.loc[seeds].to_numpy(float)
             fitted = int((fits.variant == v).sum()) if len(fits) else 0
