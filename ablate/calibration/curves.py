@@ -80,14 +80,8 @@ def _moves(change: dict, parameter: str) -> bool:
 
 
 def prediction_summary(pred: pd.DataFrame) -> dict:
-    out = {}
-    for fr, g in pred.groupby("fraction"):
-        made = g[g.predicted.notna()]
-        out[f"{fr:g}"] = {
-            "trials": int(len(g)),
-            "predicted": int(len(made)),
-            "coverage": float(made.covered.mean()) if len(made) else float("nan"),
-            "median_abs_error": float(made.error.abs().median()) if len(made) else float("nan"),
-            "median_half_width": float(((made.high - made.low) / 2).median()) if len(made) else float("nan"),
-        }
-    return out
+    """ablate/stats/curve_predict.py's summary, keyed by fraction, for the benchmark's JSON."""
+    from ablate.stats.curve_predict import prediction_summary as summary
+
+    keys = ("trials", "predicted", "coverage", "median_abs_error", "median_half_width")
+    return {f"{r['fraction']:g}": {k: r[k] for k in keys} for r in summary(pred).to_dict("records")}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ablate.report.blocks import Figure, Heading, Para, Table
@@ -37,16 +36,17 @@ def curves_display(curves: pd.DataFrame) -> pd.DataFrame:
 
 
 def predictions_display(pred: pd.DataFrame) -> pd.DataFrame:
+    from ablate.stats.curve_predict import prediction_summary
+
     rows = []
-    for fr, g in pred.groupby("fraction"):
-        made = g[g.predicted.notna()]
-        finite = made[np.isfinite(made.high - made.low)]
+    for r in prediction_summary(pred).itertuples(index=False):
+        missed = pred[(pred.fraction == r.fraction) & pred.predicted.isna()]
         rows.append({
-            "from the first": f"{fr:.0%} of tokens",
-            "predicted": f"{len(made)} of {len(g)}" + _why_not(g[g.predicted.isna()]),
-            "median |error|": f"{made.error.abs().median():.3f}" if len(made) else "–",
-            "median ± (90%)": f"{((finite.high - finite.low) / 2).median():.3f}" if len(finite) else "–",
-            "covered": f"{finite.covered.mean():.0%} of {len(finite)}" if len(finite) else "–",
+            "from the first": f"{r.fraction:.0%} of tokens",
+            "predicted": f"{r.predicted} of {r.trials}" + _why_not(missed),
+            "median |error|": f"{r.median_abs_error:.3f}" if r.predicted else "–",
+            "median ± (90%)": f"{r.median_half_width:.3f}" if r.with_interval else "–",
+            "covered": f"{r.coverage:.0%} of {r.with_interval}" if r.with_interval else "–",
         })  # fmt: skip
     return pd.DataFrame(rows)
 

@@ -86,3 +86,18 @@ def predictions_for(rt) -> pd.DataFrame:
     """The run's trials predicted from the first quarter and half of their tokens (ablate/stats/run_table.py's
     RunTable); a task sweep's trials under their own names."""
     return prediction_table(rt.metrics, rt.spec["metric"], FRACTIONS, rt.stats, LEVEL_ALPHA)
+
+
+def prediction_summary(pred: pd.DataFrame) -> pd.DataFrame:
+    """One row per fraction of a prediction table: trials, predicted, with_interval (a finite one), the median
+    absolute error of the predicted, the median half-width and the coverage of the finite intervals."""
+    rows = []
+    for fr, g in pred.groupby("fraction"):
+        made = g[g.predicted.notna()]
+        finite = made[np.isfinite(made.high - made.low)]
+        rows.append({"fraction": fr, "trials": len(g), "predicted": len(made), "with_interval": len(finite),
+                     "median_abs_error": float(made.error.abs().median()) if len(made) else math.nan,
+                     "median_half_width": float(((finite.high - finite.low) / 2).median()) if len(finite)
+                     else math.nan,
+                     "coverage": float(finite.covered.mean()) if len(finite) else math.nan})  # fmt: skip
+    return pd.DataFrame(rows)
