@@ -40,6 +40,8 @@ class Run:
     curves: Any = field(repr=False, default=None)
     # each trial's end predicted from its first quarter and half of tokens, against the real one (predictions.csv)
     predictions: Any = field(repr=False, default=None)
+    # stats.stop_early: each row at each look until decided (early_stop.csv; empty without early stopping)
+    early: Any = field(repr=False, default=None)
 
     def __repr__(self) -> str:
         return (
@@ -52,7 +54,8 @@ def load_run(path: str | Path) -> Run:
     """Read runs/<sweep>/<run_id>: ``run.metrics``, ``run.trials``, ``run.table``, ``run.claims``, ``run.trend``
     (DataFrames; the last two empty when the sweep states no claims), ``run.curve_fits`` (each trial's
     compute-performance fit), ``run.curves`` (the verdicts on its parameters) and ``run.predictions`` (each
-    trial's end predicted from its first tokens), ``run.plan``. A task sweep adds
+    trial's end predicted from its first tokens), ``run.early`` (with stats.stop_early: each row at each look),
+    ``run.plan``. A task sweep adds
     ``run.tasks`` and ``run.heterogeneity``; its ``run.table`` is the pooled one and ``run.trials`` has a
     ``task`` column (variants named without their task).
 
@@ -96,7 +99,7 @@ def load_run(path: str | Path) -> Run:
     fits, curves = curves_for(rt)
     return Run(path, plan, metrics, trials.reset_index(drop=True), rt.table, claims_for(rt), trends_for(rt),
                rt.by_task if rt.tasks else pd.DataFrame(), rt.heterogeneity if rt.tasks else pd.DataFrame(), gap,
-               fits, curves, predictions_for(rt))  # fmt: skip
+               fits, curves, predictions_for(rt), rt.early)  # fmt: skip
 
 
 # ---- factor columns -----------------------------------------------------------------------------------------

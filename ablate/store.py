@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 FINISHED = ("done", "diverged")  # outcomes: a rerun skips these; "failed" and "running" are rerun
+PAUSED = "paused"  # stopped at an early-stopping look, its checkpoint kept: read, and resumed by a rerun
 
 
 class CorruptMetrics(ValueError):
@@ -165,13 +166,15 @@ class PlanRecord:
     factors: dict[str, dict[str, str]] = field(default_factory=dict)  # factorial cells: name -> {axis: level}
     trials: list[dict] = field(default_factory=list)  # {variant, seed, config_hash}
     sequential: dict | None = None  # seeds=auto: looks, spending, alpha, and the seeds each variant was given
+    early: dict | None = None  # stats.stop_early: the looks (ablate.stats.early_stop.EarlyPlan.as_dict)
 
     REQUIRED = ("sweep", "run_id", "baseline", "variants", "seeds", "spec")
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        if d["sequential"] is None:
-            del d["sequential"]
+        for key in ("sequential", "early"):
+            if d[key] is None:
+                del d[key]
         return d
 
     def write(self, run: Path) -> None:
@@ -212,7 +215,7 @@ class PlanRecord:
 class TrialStatus:
     """status.json: a trial's outcome and cost. ``write_status`` accepts exactly these fields."""
 
-    status: str  # running | done | diverged | error | failed (FINISHED: a rerun skips it)
+    status: str  # running | done | diverged | paused | error | failed (FINISHED: a rerun skips it)
     config_hash: str | None = None
     variant: str | None = None
     seed: int | None = None
@@ -289,11 +292,23 @@ def is_finished(p: TrialPaths, config_hash: str) -> bool:
     return complete_records(p, st) is not None
 
 
+def paused_steps(p: TrialPaths, config_hash: str) -> int:
+    """Steps a paused trial of this config has done, its records whole (0: not paused)."""
+    st = read_status(p) or {}
+    if st.get("status") != PAUSED or st.get("config_hash") != config_hash or complete_records(p, st) is None:
+        return 0
+    return int(st.get("steps_done") or 0)
+
+
 def iter_trials(run: Path):
     """Yields (variant, seed, TrialPaths) for every trial directory under a run."""
     for vdir in sorted(p for p in Path(run).iterdir() if p.is_dir() and not p.name.startswith(".")):
         for sdir in sorted(vdir.glob("seed=*")):
             yield vdir.name, int(sdir.name.split("=", 1)[1]), TrialPaths(sdir)
+
+
+TRIAL_COLUMNS = ("config_hash", "seconds", "cpu_seconds", "gpu_seconds", "peak_rss_mb", "tokens", "attempts",
+                 "resumed_from", "steps_done", "cpu_kernels", "cpu")  # fmt: skip
 
 
 def load_run(run: Path):
@@ -309,7 +324,7 @@ def load_run(run: Path):
     for variant, seed, p in iter_trials(run):
         st = read_status(p) or {"status": "missing"}
         status = st.get("status", "missing")
-        if status in FINISHED:
+        if status in FINISHED or status == PAUSED:
             recs = complete_records(p, st)
             if recs is None:  # torn or short: never half-read into a report
                 status, recs = "corrupt", []
@@ -325,26 +340,9 @@ def load_run(run: Path):
                     }
                 )
         trials.append(
-            {
-                "sweep": sweep,
-                "run_id": run_id,
-                "variant": variant,
-                "seed": seed,
-                "status": status,
-                "config_hash": st.get("config_hash"),
-                "seconds": st.get("seconds"),
-                "cpu_seconds": st.get("cpu_seconds"),
-                "gpu_seconds": st.get("gpu_seconds"),
-                "peak_rss_mb": st.get("peak_rss_mb"),
-                "tokens": st.get("tokens"),
-                "attempts": st.get("attempts"),
-                "note": st.get("note", ""),
-                "error": st.get("error", ""),
-                "phase": st.get("phase", ""),
-                "losses": st.get("losses") or [],
-                "resumed_from": st.get("resumed_from"),
-                "cpu_kernels": st.get("cpu_kernels"),
-                "cpu": st.get("cpu"),
-            }
+            {"sweep": sweep, "run_id": run_id, "variant": variant, "seed": seed, "status": status}
+            | {k: st.get(k) for k in TRIAL_COLUMNS}
+            | {k: st.get(k, "") for k in ("note", "error", "phase")}
+            | {"losses": st.get("losses") or []}
         )
     return pd.DataFrame(rows), pd.DataFrame(trials)

@@ -199,6 +199,7 @@ class TrainConfig:
     # The trained policy kept as a Hugging Face folder, <checkpoint_dir>/<sweep>/<run>/<variant>/seed=<n>/final
     # (ablate/trainer/final_policy.py), in model.dtype. Off for the embedded toys; the GPU preset turns it on.
     save_final: bool = False
+    pause_at: int = 0  # pause after this many steps into a checkpoint (0: never): stats.stop_early sets it
     fault_step: int = -1  # test hook: raise at this step (-1 = never; a retry resumed before it raises again)
     fault_seed: int = -1  # ... only for this seed (-1 = any)
     # test hook: at fault_step, hold this many GB (touched, 256 MB a second) instead of raising, so that a
@@ -268,19 +269,17 @@ class StatsConfig:
     final_fraction: float = 0.3  # final score = mean of the metric over this last fraction of evals
     n_boot: int = 2000  # bootstrap resamples of the learning-curve bands
     power: float = 0.8  # for the MDE and the seeds an inconclusive row needs
-    # Smallest effect size of interest, in the metric's units: a row whose interval lies inside +-sesoi is
-    # "equivalent". None: equivalence is not tested (every non-significant row stays inconclusive).
-    sesoi: float | None = None
-    # seeds=auto: min_seeds first, then rounds of round_size for the rows still inconclusive, up to max_seeds
-    min_seeds: int = 5
+    sesoi: float | None = None  # smallest effect of interest (metric units): inside +-sesoi is "equivalent"
+    min_seeds: int = 5  # seeds=auto: min_seeds, then rounds of round_size to the rows going on, to max_seeds
     max_seeds: int = 20
     round_size: int = 5
     spending: str = "obf"  # alpha-spending over the looks: obf (O'Brien-Fleming-like) | pocock
-    # the fitted curves (docs/curves.md): the share of a trial's tokens left out at the start, where the
-    # asymptote A may lie (null: from the data), and A's margin of equivalence (ScaleRL's +-0.02)
+    # fitted curves (docs/curves.md): share of tokens left out at the start, A's range, A's margin (ScaleRL's)
     curve_window: float = 0.0
     curve_bounds: list[float] | None = field(default_factory=lambda: [0.0, 1.0])
     curve_sesoi: float | None = 0.02
+    stop_early: bool = False  # rows decided at looks from predicted ends stop (docs/curves.md#early-stopping)
+    stop_early_at: list[float] = field(default_factory=lambda: [0.5])  # looks: shares of a trial's steps
 
 
 @dataclass

@@ -180,6 +180,7 @@ def check_train(cfg) -> None:
     _at_least("train.world_size", tr.world_size, 1)
     _one_of("train.parallel", tr.parallel, ["ddp", "fsdp"])
     _at_least("train.checkpoint_every", tr.checkpoint_every, 0)
+    _at_least("train.pause_at", tr.pause_at, 0)
     _at_least("train.checkpoint_keep", tr.checkpoint_keep, 1)
     keeps = (
         tr.checkpoint_every > 0 or tr.save_final

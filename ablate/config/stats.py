@@ -38,6 +38,9 @@ def validate_stats(st, rows: int, seeds: int) -> None:
         _fail("sweep.stats.curve_bounds", list(bounds), "must be [low, high] with low < high, or null")
     if st.curve_sesoi is not None and not st.curve_sesoi > 0:
         _fail("sweep.stats.curve_sesoi", st.curve_sesoi, "must be > 0, or null to not test equivalence on A")
+    at = list(st.stop_early_at or [])
+    if not at or any(not 0 < f < 1 for f in at) or any(b <= a for a, b in zip(at, at[1:], strict=False)):
+        _fail("sweep.stats.stop_early_at", at, "must be increasing shares of the steps, each in (0, 1)")
     _at_least("sweep.stats.min_seeds", st.min_seeds, 2)
     _at_least("sweep.stats.round_size", st.round_size, 1)
     if st.max_seeds < st.min_seeds:

@@ -13,6 +13,7 @@ UNHASHED = {
         "checkpoint_dir",
         "checkpoint_keep",
         "save_final",
+        "pause_at",
     ),
     "model": ("params_b", "layers", "hidden", "heads", "kv_heads", "vocab", "cache_dir"),
     "task": ("reward_timeout",),  # a reward that overruns fails the trial; one in time gives the same numbers

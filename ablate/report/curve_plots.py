@@ -21,9 +21,15 @@ EXTRAPOLATE = 2.0  # the fit is drawn on to this multiple of the trial's last ev
 
 
 def curve_fits(
-    metrics: pd.DataFrame, metric: str, fits: pd.DataFrame, variants: list[str], out: Path
+    metrics: pd.DataFrame,
+    metric: str,
+    fits: pd.DataFrame,
+    variants: list[str],
+    out: Path,
+    data: dict | None = None,
 ) -> Path:
-    data = token_curves(metrics, metric)
+    """``data``: token_curves of ``metrics``, when already made (the report's RunTable.curves)."""
+    data = token_curves(metrics, metric) if data is None else data
     shown = [v for v in variants if (fits.variant == v).any()][:MAX_PANELS]
     cols = min(4, max(1, len(shown)))
     rows = max(1, math.ceil(len(shown) / cols))

@@ -72,6 +72,7 @@ def build(run: Path, spec: dict | None = None) -> dict:
         "tasks": rt.tasks,
         "by_task": rt.by_task,
         "heterogeneity": rt.heterogeneity,
+        "early": rt.early,
         "curve_metrics": pooled_metrics(metrics, rt.spec["metric"]) if rt.tasks else metrics,
         "reward_gap": reward_gap_table(
             metrics,
@@ -102,7 +103,12 @@ def _curve_numbers(rt) -> dict:
     from ablate.stats.curve_table import curves_for
 
     fits, curves = curves_for(rt)
-    return {"curve_fits": fits, "curves": curves, "predictions": predictions_for(rt)}
+    return {
+        "curve_fits": fits,
+        "curves": curves,
+        "predictions": predictions_for(rt),
+        "token_curves": rt.curves(),
+    }
 
 
 def _curve_figure(r: dict, variants: list[str], out: Path) -> dict:
@@ -110,7 +116,7 @@ def _curve_figure(r: dict, variants: list[str], out: Path) -> dict:
         return {}
     return {
         "curve_fits": curve_plots.curve_fits(
-            r["metrics"], r["spec"]["metric"], r["curve_fits"], variants, out
+            r["metrics"], r["spec"]["metric"], r["curve_fits"], variants, out, r.get("token_curves")
         )
     }
 
@@ -149,6 +155,8 @@ def _write_tables(r: dict, out: Path) -> None:
     if len(r["curve_fits"]):
         for name in ("curve_fits", "curves", "predictions"):
             r[name].to_csv(out / f"{name}.csv", index=False)
+    if len(r["early"]):
+        r["early"].to_csv(out / "early_stop.csv", index=False)  # every row at each look until decided
     if r["tasks"]:
         r["by_task"].to_csv(out / "tasks.csv", index=False)
         r["heterogeneity"].to_csv(out / "heterogeneity.csv", index=False)

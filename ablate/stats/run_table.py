@@ -3,7 +3,7 @@ seeds=auto loop of the runner all read a run's verdicts through, so the three ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +31,15 @@ class RunTable:
     by_task: pd.DataFrame = field(default_factory=pd.DataFrame)  # each task's table, a `task` column first
     heterogeneity: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per variant
     task_summaries: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per trial (not pooled)
+    early: pd.DataFrame = field(default_factory=pd.DataFrame)  # stats.stop_early: each row at each look
+    cache: dict = field(default_factory=dict, repr=False)  # what more than one reader computes (curve fits)
+
+    def curves(self) -> dict:
+        """summary.token_curves of the run's metric, computed once: the table, the fits, the predictions and
+        the figure all read it."""
+        if "curves" not in self.cache:
+            self.cache["curves"] = token_curves(self.metrics, self.spec["metric"])
+        return self.cache["curves"]
 
     @property
     def trials_baseline(self) -> str:
@@ -62,17 +71,28 @@ def table_for_run(run: str | Path, spec: dict | None = None) -> RunTable:
     tasks = list(spec.get("tasks") or [])
     if tasks:
         return _task_table(plan, spec, stats, metrics, trials, summ, tasks)
+    early = plan.get("early")
+    hib = spec.get("higher_is_better", True)
+    curves = token_curves(metrics, spec["metric"])
     table = ablation_table(
         summ,
         plan["variants"],
         plan["baseline"],
-        stats,
-        spec.get("higher_is_better", True),
+        replace(stats, alpha=early["final_alpha"]) if early else stats,  # the last look keeps what is left
+        hib,
         expected_seeds=plan["seeds"],
-        curves=token_curves(metrics, spec["metric"]),
+        curves=curves,
         sequential=plan.get("sequential"),
     )
-    return RunTable(plan, spec, stats, metrics, trials, summ, table)
+    if not early:
+        return RunTable(plan, spec, stats, metrics, trials, summ, table, cache={"curves": curves})
+    from ablate.stats import early_stop as es
+
+    rows = es.look_rows(metrics, plan, stats, spec["metric"])
+    method = table.attrs.get("method", "")
+    table = es.applied(table, rows, stats.sesoi, hib)
+    table.attrs["method"] = f"{method} {es.method_sentence(early, rows, trials)}".strip()
+    return RunTable(plan, spec, stats, metrics, trials, summ, table, early=rows, cache={"curves": curves})
 
 
 def _task_table(plan, spec, stats, metrics, trials, summ, tasks) -> RunTable:

@@ -66,6 +66,13 @@ def _size_lines(plan: Plan, cfg: DictConfig) -> list[str]:
             f"inconclusive (looks at {looks} pairs, {plan.sequential['spending']} alpha-spending): "
             f"{len(plan.variants) * looks[0]} to {len(plan.trials)} trials"
         )
+    if plan.early:
+        e, pause = plan.early, plan.early["pause_at"].get(plan.baseline, [])
+        lines.append(
+            f"stop_early: every trial pauses after {pause} steps done (the baseline's; {e['fractions']} of its steps), "
+            f"rows decided there stop ({e['spending']} alpha-spending: {sum(e['alphas']):.3g} at the looks, "
+            f"{e['final_alpha']:.3g} on the full run)"
+        )
     width = max(28, *(len(n) + 1 for n in plan.variants))
     for name, ovs in plan.variants.items():
         lines.append(f"  {name:<{width}} {' '.join(ovs) if ovs else '(baseline)'}")

@@ -85,6 +85,7 @@ class Plan:
     spec: dict
     sequential: dict | None = None  # seeds=auto: {"looks", "spending", "alpha"} (ablate.stats.sequential)
     warnings: list[str] = field(default_factory=list)  # printed before launch (dry runs too)
+    early: dict | None = None  # stats.stop_early: the looks (ablate.stats.early_stop.plan_looks)
 
 
 def resolve_local_paths(cfg: DictConfig) -> None:
@@ -137,9 +138,11 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str], here: bool = True) -> 
     variant_hashes: list[tuple[str, str]] = []
     run_hashes: list[tuple[str, str]] = []
     notes: list[str] = []
+    shapes: dict[str, tuple] = {}
     for name, ovs in variants.items():
         overrides = merge_overrides(shared, ovs)
         base = _compose_variant(composer, cfg, spec, name, ovs, overrides, reference, here)
+        shapes[name] = (int(base.train.steps), int(base.train.eval_every), base.rollout.get("overlap", "off"))
         variant_hashes.append((name, config_hash(base)))
         _refuse_same_as_baseline(spec, name, ovs, trial_cli, variant_hashes, tasks)
         made, run_hash = _seed_trials(
@@ -163,7 +166,30 @@ def build_plan(cfg: DictConfig, cli_overrides: list[str], here: bool = True) -> 
         OmegaConf.to_container(spec, resolve=True),
         sequential,
         notes,
+        _early_looks(spec, shapes, auto, tasks),
     )
+
+
+def _early_looks(spec, shapes: dict, auto: bool, tasks: list[str]) -> dict | None:
+    """plan.json's ``early`` for ``stats.stop_early`` (ablate.stats.early_stop), or None. ``shapes``: variant
+    -> (train.steps, train.eval_every, rollout.overlap)."""
+    if not spec.stats.stop_early:
+        return None
+    if auto or tasks:
+        what = "seeds=auto" if auto else "sweep.tasks"
+        raise ConfigError(f"sweep.stats.stop_early with {what}: not supported together; choose one")
+    for name, (_, _, overlap) in shapes.items():
+        if overlap != "off":
+            raise ConfigError(
+                f"sweep.stats.stop_early with variant {name}'s rollout.overlap={overlap}: a trial pauses at a "
+                "look into a checkpoint, and one cannot be taken mid-generation; set rollout.overlap=off"
+            )
+    from ablate.stats.early_stop import plan_looks
+
+    try:
+        return plan_looks(spec.stats, {v: sh[:2] for v, sh in shapes.items()})
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _sweep_spec(cfg: DictConfig):

@@ -20,10 +20,13 @@ class SweepProgress:
         self.console = console or Console(stderr=True)
         self.live_mode = sys.stderr.isatty() if live is None else live
         self.live: Live | None = None
+        self.ok_word = "done"  # "paused" in early stopping's rounds to a look
 
     # ---- lifecycle, called by the runner ----
-    def begin(self, plan, pending, total: int | None = None) -> None:
+    def begin(self, plan, pending, total: int | None = None, pausing: bool = False) -> None:
+        """``pausing``: early stopping's round to a look (ablate.stats.early_stop): trials end there paused."""
         self.t0 = time.time()
+        self.ok_word = "paused" if pausing else "done"
         self.total = len(plan.trials) if total is None else total
         self.skipped = self.total - len(pending)
         self.steps_per_trial = {}
@@ -33,6 +36,7 @@ class SweepProgress:
         self.retried = 0
         self.console.print(
             f"[bold]{plan.sweep}[/] run {plan.run_id}: {len(pending)} to run, {self.skipped} already finished"
+            + (" (to the look: early stopping)" if pausing else "")
         )
         if self.live_mode and pending:
             self.live = Live(
@@ -131,7 +135,7 @@ class SweepProgress:
             self.done += 1
         else:
             self.failed += 1
-        word = "done" if ok else "FAILED"
+        word = self.ok_word if ok else "FAILED"
         self._line(
             f"[{self.done + self.failed + self.skipped}/{self.total}] {word} {k}  "
             f"elapsed {time.time() - self.t0:.0f}s  ETA {self._eta()}"

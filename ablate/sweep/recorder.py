@@ -26,6 +26,7 @@ COST = (
     "resumed_from",
     "checkpoint_seconds",
     "final_policy",
+    "steps_done",
 )
 
 

@@ -63,6 +63,7 @@ def _write_plan(plan: Plan, run: Path, requested: dict[str, int] | None = None) 
         factors=plan.factors,
         trials=[{"variant": t.variant, "seed": t.seed, "config_hash": t.config_hash} for t in plan.trials],
         sequential={**plan.sequential, "requested": requested or {}} if plan.sequential else None,
+        early=plan.early,
     )
     try:
         previous = store.PlanRecord.read(run)
@@ -99,6 +100,8 @@ def _execute_locked(plan: Plan, cfg, run: Path, progress) -> dict:
     _refuse_overwrite(plan, run)
     if plan.sequential:
         return _execute_adaptive(plan, cfg, run, progress)
+    if plan.early:
+        return _execute_early(plan, cfg, run, progress)
     _write_plan(plan, run)
     return _run_trials(plan, plan.trials, cfg, run, progress)
 
@@ -131,23 +134,57 @@ def _execute_adaptive(plan: Plan, cfg, run: Path, progress) -> dict:
     return counts
 
 
-def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress) -> dict:
+def _execute_early(plan: Plan, cfg, run: Path, progress) -> dict:
+    """stats.stop_early: every trial runs to the first look and pauses; the rows its predictions decide stop
+    there, the others (and the baseline) resume to the next look, the last round to the end. Decisions are
+    read from the store with the report's own function, so a rerun retraces the same rounds."""
+    from ablate.stats.early_stop import decided, rows_for_run
+
+    _write_plan(plan, run)
+    n_looks = len(plan.early["fractions"])
+    going, counts = set(plan.variants) - {plan.baseline}, {"total": len(plan.trials), "ran": 0, "failed": 0}
+    for k in range(n_looks + 1):
+        batch = [t for t in plan.trials if t.variant == plan.baseline or t.variant in going]
+        # the last round runs to the end, its checkpoints on (pause_at = steps) so that it resumes from the pause
+        pause = {
+            v: p[k] if k < n_looks else plan.early["steps"][v] for v, p in plan.early["pause_at"].items()
+        }
+        got = _run_trials(plan, batch, cfg, run, progress, pause)
+        counts["skipped"] = counts.get("skipped", got["skipped"])
+        counts["ran"] += got["ran"]
+        counts["failed"] += got["failed"]
+        if k == n_looks or not going:
+            break
+        going -= set(decided(rows_for_run(run)).variant)
+        if not going:
+            break
+    return counts
+
+
+def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress, pause: dict | None = None) -> dict:
+    """The trials not finished yet (``pause``: variant -> the look's steps: each runs to there and pauses; a
+    trial paused there already is not rerun)."""
     pending = [
         t for t in trials if not store.is_finished(store.trial_paths(run, t.variant, t.seed), t.config_hash)
-    ]
+        and not (pause and store.paused_steps(store.trial_paths(run, t.variant, t.seed), t.config_hash)
+                 >= pause[t.variant])
+    ]  # fmt: skip
     counts = {"total": len(trials), "skipped": len(trials) - len(pending), "ran": len(pending)}
     if progress is not None:
-        progress.begin(plan, pending, total=len(trials))
+        pausing = bool(pause) and any(pause[t.variant] < plan.early["steps"][t.variant] for t in pending)
+        progress.begin(plan, pending, total=len(trials), pausing=pausing)
     try:
         if pending:
-            _run_on_ray(pending, cfg, run, progress)
+            _run_on_ray(pending, cfg, run, progress, pause)
     finally:
         if progress is not None:
             progress.end()
     failed = 0
     for t in pending:
         p = store.trial_paths(run, t.variant, t.seed)
-        if not store.is_finished(p, t.config_hash):
+        if not store.is_finished(p, t.config_hash) and not (
+            pause and store.paused_steps(p, t.config_hash) >= pause[t.variant]
+        ):
             p.dir.mkdir(parents=True, exist_ok=True)  # a trial Tune never started has no folder yet
             st = store.read_status(p) or {}
             if not st:
@@ -165,19 +202,19 @@ def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress) -> di
     return counts
 
 
-def _run_on_ray(pending: list[Trial], cfg, run: Path, progress) -> None:
+def _run_on_ray(pending: list[Trial], cfg, run: Path, progress, pause: dict | None = None) -> None:
     started = ray_session.start(cfg)
     try:
-        _fit(pending, cfg, run, progress)
+        _fit(pending, cfg, run, progress, pause)
     finally:
         if started:
             ray_session.stop()
 
 
-def _fit(pending: list[Trial], cfg, run: Path, progress) -> None:
+def _fit(pending: list[Trial], cfg, run: Path, progress, pause: dict | None = None) -> None:
     """One Tune run over the pending trials: each is a Tune trial with the launcher's resources, actors are
     reused (torch and transformers imported once per worker), results go to the store as they happen."""
-    specs = [_trial_spec(t, run) for t in pending]
+    specs = [_trial_spec(t, run) | ({"pause_at": pause[t.variant]} if pause else {}) for t in pending]
     logger = {
         "name": cfg.logger,
         "project": cfg.wandb.project,

@@ -23,7 +23,8 @@ def checkpoint_uri(cfg, spec: dict) -> str | None:
     ``{train.checkpoint_dir}/{sweep}/{run_id}/{variant}/seed={n}`` (None when it keeps neither). A retry or a
     rerun of the same trial finds them there."""
     t = cfg.train
-    if int(t.get("checkpoint_every", 0) or 0) <= 0 and not t.get("save_final", False):
+    keeps = int(t.get("checkpoint_every", 0) or 0) > 0 or int(t.get("pause_at", 0) or 0) > 0
+    if not keeps and not t.get("save_final", False):
         return None
     base = str(t.checkpoint_dir).rstrip("/")
     return f"{base}/{spec['sweep']}/{spec['run_id']}/{spec['variant']}/seed={spec['seed']}"
@@ -42,6 +43,22 @@ def node_facts() -> dict:
     return facts
 
 
+def _trial_config(spec: dict, warm: dict[str, bytes] | None):
+    """The trial's config, paused at early stopping's look if the spec says so (unhashed: the same trial run
+    in parts), with the warm starts the driver sent placed in this node's cache."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create(spec["config_yaml"])
+    if spec.get("pause_at"):
+        cfg.train.pause_at = int(spec["pause_at"])
+    if warm:
+        from ablate.trainer.warmstart import place_warm_start
+
+        for name, data in warm.items():
+            place_warm_start(cfg.warmstart.cache_dir, name, data)
+    return cfg
+
+
 def run_trial(
     spec: dict,
     emit: Callable[[dict], None],
@@ -54,19 +71,13 @@ def run_trial(
     ``warm``: warm starts the driver sent (file name -> bytes), put in this node's cache first; ``phases``:
     its phases told too (a sweep's display). An exception is told (traceback, and whether anything was
     recorded yet) and re-raised, so Tune's retry policy applies."""
-    from omegaconf import OmegaConf
 
     from ablate.trainer.core import train
     from ablate.trainer.phases import report_phases_to
 
     mark("worker: trial started")
     emit({EVENT: "start", **node_facts()})
-    cfg = OmegaConf.create(spec["config_yaml"])
-    if warm:
-        from ablate.trainer.warmstart import place_warm_start
-
-        for name, data in warm.items():
-            place_warm_start(cfg.warmstart.cache_dir, name, data)
+    cfg = _trial_config(spec, warm)
     recorded = 0
 
     def report(rec: dict) -> None:
@@ -101,6 +112,7 @@ def run_trial(
             "resumed_from": result.resumed_from,
             "checkpoint_seconds": result.checkpoint_seconds or None,
             "final_policy": result.final_policy,
+            "steps_done": result.steps_done,
         }
     )
     return result.status

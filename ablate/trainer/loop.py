@@ -35,7 +35,7 @@ class Diverged(Exception):
 
 @dataclass
 class TrialResult:
-    status: str  # "done" | "diverged"
+    status: str  # "done" | "diverged" | "paused" (train.pause_at: stopped at a look, its checkpoint saved)
     history: list[dict] = field(default_factory=list)
     seconds: float = 0.0  # the RL loop only; warm start and model build are in setup_seconds
     peak_rss_mb: float = 0.0
@@ -48,6 +48,7 @@ class TrialResult:
     resumed_from: int | None = None  # steps restored from a checkpoint (None: started at step 0)
     checkpoint_seconds: float = 0.0  # spent saving checkpoints (inside ``seconds``)
     final_policy: str | None = None  # where train.save_final wrote the trained policy's HF folder
+    steps_done: int = 0  # the steps trained so far, a resumed attempt's earlier ones included
 
     @property
     def final(self) -> dict:
@@ -83,7 +84,7 @@ def run_trial(
             report(rec)
 
     ckpts, save, start = None, None, 0
-    if cfg.train.checkpoint_every > 0 and checkpoint_uri:
+    if (cfg.train.checkpoint_every > 0 or cfg.train.pause_at > 0) and checkpoint_uri:
         t = cfg.train
         ckpts = TrialCheckpoints(checkpoint_uri, t.checkpoint_keep, fingerprint(cfg, seed), trainer.rank,
                                  trainer.world)  # fmt: skip
@@ -99,7 +100,7 @@ def run_trial(
     try:
         if ckpts is not None:
             start = resume(trainer, ckpts, emit)
-        status, note = run_steps(trainer, cfg, emit, start, save)
+        status, note, done = run_steps(trainer, cfg, emit, start, save)
         seconds = time.perf_counter() - t0
         final = keep_final(trainer, cfg, checkpoint_uri) if status == "done" else None
         (cpu,) = all_sum([time.process_time() - cpu0])
@@ -110,7 +111,7 @@ def run_trial(
     peak = max(peak, peak_mb())
     gpus = trainer.world if trainer.device.startswith("cuda") else 0
     return TrialResult(status, history, seconds, peak, note, t0 - t_setup, cpu, seconds * gpus,
-                       start if start > 0 else None, saving, final)  # fmt: skip
+                       start if start > 0 else None, saving, final, done)  # fmt: skip
 
 
 def keep_final(trainer, cfg, trial_uri: str | None) -> str | None:
@@ -145,12 +146,15 @@ def resume(trainer, ckpts: TrialCheckpoints, emit: Callable[[dict], None]) -> in
 
 def run_steps(
     trainer, cfg, emit: Callable[[dict], None], start: int = 0, save: Callable[[int], None] | None = None
-) -> tuple[str, str]:
-    """Steps ``start``.. with their scheduled evals -> (status, note); ``save(steps_done)`` at checkpoints."""
+) -> tuple[str, str, int]:
+    """Steps ``start``.. with their scheduled evals -> (status, note, steps done); ``save(steps_done)`` at
+    checkpoints. With ``train.pause_at`` = p (0 < p < steps) it stops after p steps done, saves that
+    checkpoint and returns "paused": the sweep's early stopping resumes it, or not, from there."""
     steps, every, ck = cfg.train.steps, cfg.train.eval_every, cfg.train.checkpoint_every
-    status, note = "done", ""
+    pause = cfg.train.pause_at if 0 < cfg.train.pause_at < steps else steps
+    status, note, step = "done", "", start - 1
     try:
-        for step in range(start, steps):
+        for step in range(start, pause):
             ev = trainer.evaluate(step) if every > 0 and step % every == 0 else None
             try:
                 rec = trainer.step(step)
@@ -164,14 +168,22 @@ def run_steps(
             emit(rec)
             if status == "diverged":
                 break
-            if save is not None and (step + 1) % ck == 0 and step + 1 < steps:
+            if save is not None and ck > 0 and (step + 1) % ck == 0 and step + 1 < steps:
                 save(step + 1)
+        if status == "done" and pause < steps:
+            if save is None:
+                raise ValueError(
+                    "train.pause_at needs a checkpoint folder to pause into (a sweep's trial has one)"
+                )
+            if start < pause and not (ck > 0 and pause % ck == 0):
+                save(pause)  # (a checkpoint_every step already saved it)
+            return "paused", f"paused after {max(pause, start)} of {steps} steps", max(pause, start)
         if status == "done" and every > 0:
             final = {"step": steps, "eval/positive_rate": trainer.evaluate(steps)}
             emit(final | eval_extra(trainer))
     except Diverged as d:  # pragma: no cover - divergence outside step() (e.g. in evaluation)
         status, note = "diverged", str(d.args[0])
-    return status, note
+    return status, note, (steps if status == "done" else step + 1)
 
 
 def eval_extra(trainer) -> dict:
