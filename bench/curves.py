@@ -5,7 +5,9 @@ Writes docs/figures/curves_calibration.json, which docs/curves.md's table is gen
 (bench/doc_figures.py). Two scenarios, the baseline's shape cycling through rising / early plateau / falling:
 - null: three variants with the baseline's truth: how often each family (A, B, C_mid) calls some row;
 - effects: A + 0.1, C_mid x 0.5, and a null variant: how often each true change is found, and how often a
-  parameter no variant moves is called anyway (B, moved by nothing, while A and C_mid move).
+  parameter no variant moves is called anyway (B, moved by nothing, while A and C_mid move);
+- shape: B x 2 and a null variant: how often the sharper rise is found, at each trial's own A and at a
+  common A.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ OUT = Path(__file__).resolve().parent.parent / "docs" / "figures" / "curves_cali
 SCENARIOS = {
     "null": {"same1": {}, "same2": {}, "same3": {}},
     "effects": {"higher": {"a": 0.1}, "sooner": {"c_mid": 0.5}, "same": {}},
+    "shape": {"sharper": {"b": 2.0}, "same": {}},
 }
 
 

@@ -527,8 +527,16 @@ def curves_calibration() -> str:
         ("3 null variants: some midpoint (C_mid) row called", fam("midpoint"), "≤ 5%"),
         ("A + 0.1 and C_mid x 0.5 moved: a B row called (B moved by nothing)",
          f"{e['family_wise_false']['efficiency']:.1%}", "≤ 5%"),
+        ("3 null variants: some B at a common A row called", fam("efficiency at a common A"), "≤ 5%"),
+        ("A + 0.1 and C_mid x 0.5 moved: a B at a common A row called",
+         f"{e['family_wise_false']['efficiency at a common A']:.1%}", "≤ 5%"),
         ("A + 0.1: called helps on the asymptote", f"{e['helps']['higher on asymptote']:.1%}", "power"),
         ("C_mid x 0.5: called helps on the midpoint", f"{e['helps']['sooner on midpoint']:.1%}", "power"),
+        ("B x 2: called helps on the efficiency / at a common A",
+         f"{c['shape']['helps']['sharper on efficiency']:.1%} / "
+         f"{c['shape']['helps']['sharper on efficiency at a common A']:.1%}", "power"),
+        ("B x 2: an asymptote or midpoint row called (neither moved)",
+         f"{max(c['shape']['family_wise_false'][p] for p in ('asymptote', 'midpoint')):.1%}", "≤ 5%"),
     ]  # fmt: skip
     for fr in ("0.25", "0.5"):
         p = {k: [s["prediction"][fr][k] for s in (n, e)] for k in n["prediction"][fr]}
@@ -540,6 +548,52 @@ def curves_calibration() -> str:
     table = pd.DataFrame(rows, columns=["check", "measured", "target"])
     return (
         _md(table) + f"\n\n{c['reps']} simulated stores per scenario, {c['seeds']} seeds, Holm at alpha 0.05."
+    )
+
+
+def early_stop_calibration() -> str:
+    """Early stopping against known truth, full run vs stopped early (python -m bench.early_stop)."""
+    import pandas as pd
+
+    c = _json("early_stop_calibration.json")
+    rows = []
+    for name in ("null", "effects", "null, pocock", "effects, pocock"):
+        s = c[name]
+        rows.append(
+            (
+                name,
+                f"{s['family_wise_false']['full']:.1%} / {s['family_wise_false']['early']:.1%}",
+                "–"
+                if s["power"]["full"] != s["power"]["full"]
+                else f"{s['power']['full']:.1%} / {s['power']['early']:.1%}",
+                f"{s['rows_decided_early']:.1%}",
+                f"{s['tokens_saved']:.1%}",
+                f"{s['verdicts_agree']:.1%}",
+            )
+        )
+    cols = ["scenario (spending)", "false verdicts, family-wise: full / early", "power: full / early",
+            "rows decided at the look", "tokens saved", "verdicts as the full run's"]  # fmt: skip
+    return (
+        _md(pd.DataFrame(rows, columns=cols))
+        + f"\n\n{c['reps']} simulated stores per scenario, {c['seeds']} seeds, one look at {c['look']:.0%} of the "
+        "steps, Holm at alpha 0.05 (target: false verdicts ≤ 5%)."
+    )
+
+
+def early_stop_main_job() -> str:
+    """The main job (evals every 3 steps) stopped early against the same trials read whole, and replayed under
+    Pocock-like spending (python -m bench.early_stop --main-job)."""
+    import pandas as pd
+
+    c = _json("early_stop_main_job.json")
+    poc = {r["variant"]: r for r in c["replay_pocock"]["rows"]}
+    cut = " (decided at 50% of its steps, from predicted ends)"
+    rows = [(r["variant"], r["full"], r["early"].replace(cut, " (at 50%)"),
+             poc[r["variant"]]["early"].replace(cut, " (at 50%)")) for r in c["rows"]]  # fmt: skip
+    cols = ["variant", "full run", "stopped early (obf)", "replayed under pocock"]
+    return (
+        _md(pd.DataFrame(rows, columns=cols))
+        + f"\n\nobf: {c['summary']} Pocock, replayed: {c['replay_pocock']['summary']}"
     )
 
 
@@ -582,6 +636,8 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "curves_main_job": curves_main_job,
     "curves_lora_pair": curves_lora_pair,
     "curves_calibration": curves_calibration,
+    "early_stop_calibration": early_stop_calibration,
+    "early_stop_main_job": early_stop_main_job,
     "paper_claims": paper_claims,
     "main_job": main_job,
     "cpu_families": cpu_families,

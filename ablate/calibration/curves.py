@@ -22,7 +22,7 @@ SHAPES = {  # the baseline's truth; r0 is the first eval's mean
     "early plateau": {"a": 0.6, "b": 2.0, "c_mid": 2000.0},
     "falling": {"a": 0.3, "b": 1.5, "c_mid": 5000.0, "r0": 0.5},
 }
-PARAMETERS = ("asymptote", "efficiency", "midpoint")
+PARAMETERS = ("asymptote", "efficiency", "midpoint", "efficiency at a common A")
 
 
 def reported(run: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -75,7 +75,9 @@ def changed(truth: dict, change: dict) -> dict:
 
 def _moves(change: dict, parameter: str) -> bool:
     """Whether a change of truth moves this parameter (a lower C_mid is a better midpoint)."""
-    key = {"asymptote": "a", "efficiency": "b", "midpoint": "c_mid"}[parameter]
+    key = {"asymptote": "a", "efficiency": "b", "midpoint": "c_mid", "efficiency at a common A": "b"}[
+        parameter
+    ]
     return key in change
 
 

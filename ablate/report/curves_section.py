@@ -11,7 +11,7 @@ from ablate.report.blocks import Figure, Heading, Para, Table
 from ablate.report.display import level_text
 from ablate.report.section_tables import _interval_cells
 
-UNITS = {"asymptote": "A", "efficiency": "B", "midpoint": "log10 C_mid"}
+UNITS = {"asymptote": "A", "efficiency": "B", "midpoint": "log10 C_mid", "efficiency at a common A": "B"}
 
 
 def curves_display(curves: pd.DataFrame) -> pd.DataFrame:
@@ -97,7 +97,8 @@ def curves_blocks(r: dict, figs: dict[str, Path]) -> list:
             "family: the difference from the baseline paired by seed, t-intervals at the "
             f"{st.correction}-corrected level{f' ({levels})' if levels else ''}; equivalence on A within "
             f"±{st.curve_sesoi}. "
-            "B and C_mid are compared at each trial's own A. curves.csv holds every "
+            "B and C_mid are compared at each trial's own A, and B again at a common A (both curves of a seed "
+            "refitted with A at the mean of their two, as ScaleRL compares efficiencies). curves.csv holds every "
             "row, curve_fits.csv every trial's fit."
         ),
     ]

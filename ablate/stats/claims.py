@@ -281,9 +281,9 @@ def claims_for(rt) -> pd.DataFrame:
     """The claims table of a run (ablate.stats.run_table.RunTable): what the report and the API show."""
     curves = None
     if any(isinstance(c, dict) and c.get("curve") for c in rt.spec.get("claims") or []):
-        from ablate.stats.curve_table import parameter_wide, trial_fits
+        from ablate.stats.curve_table import fits_for, parameter_wide
 
-        curves = parameter_wide(trial_fits(rt.metrics, rt.spec["metric"], rt.stats))
+        curves = parameter_wide(fits_for(rt))
     return claims_table(
         rt.summaries,
         rt.spec.get("claims") or [],

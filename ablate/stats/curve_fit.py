@@ -76,10 +76,12 @@ def fit_curve(
     window: float = 0.0,
     bounds: tuple[float, float] | None = (0.0, 1.0),
     r0: float | None = None,
+    a: float | None = None,
 ) -> CurveFit:
     """Fit one trial's evals (``values`` at ``compute``, e.g. tokens generated before each eval). ``window``:
     the fraction of the trial's compute left out at the start (R0: the eval at the least compute, unless given);
-    ``bounds``: where A may lie (a pass rate's [0, 1]; None: from the data's range)."""
+    ``bounds``: where A may lie (a pass rate's [0, 1]; None: from the data's range); ``a``: A held there (two
+    curves' B compared at a common A), only B and C_mid fitted."""
     c, y = np.asarray(compute, float), np.asarray(values, float)
     keep = np.isfinite(c) & np.isfinite(y)
     c, y = c[keep], y[keep]
@@ -94,6 +96,8 @@ def fit_curve(
     if len(cf) < MIN_POINTS:
         return CurveFit(nan, nan, nan, r0, nan, len(cf), "too few evals")
     lo, hi = bounds if bounds is not None else (float(y.min()) - np.ptp(y), float(y.max()) + np.ptp(y))
+    if a is not None:
+        lo = hi = float(a)
     a, b, c_mid = _grid_search(cf, yf, r0, lo, hi)
     resid = yf - sigmoid(cf, r0, a, b, c_mid)
     rmse = float(np.sqrt(np.mean(resid**2)))
@@ -127,15 +131,16 @@ def _grid_search(c, y, r0, lo, hi) -> tuple[float, float, float]:
     optimizer: deterministic, ~1 ms a trial, and it cannot stop at a local optimum the coarse grid did not
     see."""
     na, nc, nb = _GRID
+    na = na if hi > lo else 1  # A held
     axes = [np.linspace(lo, hi, na), np.linspace(*np.log(B_RANGE), nb),
             np.linspace(np.log(c.min() / 10), np.log(c.max() * 10), nc)]  # fmt: skip
     limits = [(lo, hi), tuple(np.log(B_RANGE)), (axes[2][0], axes[2][-1])]
-    steps = [ax[1] - ax[0] for ax in axes]
+    steps = [ax[1] - ax[0] if len(ax) > 1 else 0.0 for ax in axes]
     _, best = _sse_grid(c, y, r0, *axes)
     point = [float(ax[i]) for ax, i in zip(axes, best, strict=True)]
     for _ in range(REFINE):
         axes = [
-            np.clip(np.linspace(p - st, p + st, 9), *lim)
+            np.clip(np.linspace(p - st, p + st, 9 if st > 0 else 1), *lim)
             for p, st, lim in zip(point, steps, limits, strict=True)
         ]
         _, best = _sse_grid(c, y, r0, *axes)

@@ -53,13 +53,15 @@ def conformal_half_width(errors: np.ndarray, alpha: float) -> float:
 
 
 def prediction_table(
-    metrics: pd.DataFrame, metric: str, fractions, stats, alpha: float = 0.1
+    metrics: pd.DataFrame, metric: str, fractions, stats, alpha: float = 0.1, curves: dict | None = None
 ) -> pd.DataFrame:
     """One row per finished trial and fraction: the predicted final score, the real one, the error, the
-    leave-one-out conformal interval at ``1 - alpha`` and whether it covered."""
+    leave-one-out conformal interval at ``1 - alpha`` and whether it covered (``curves``: token_curves of
+    ``metrics``, when already made)."""
     bounds = tuple(stats.curve_bounds) if stats.curve_bounds is not None else None
     rows = []
-    for (variant, seed), (tokens, values, _) in token_curves(metrics, metric).items():
+    curves = token_curves(metrics, metric) if curves is None else curves
+    for (variant, seed), (tokens, values, _) in curves.items():
         k = max(1, math.ceil(stats.final_fraction * len(values)))
         actual = float(np.mean(values[-k:])) if len(values) else math.nan
         for fr in fractions:
@@ -85,7 +87,7 @@ LEVEL_ALPHA = 0.1  # 90% intervals
 def predictions_for(rt) -> pd.DataFrame:
     """The run's trials predicted from the first quarter and half of their tokens (ablate/stats/run_table.py's
     RunTable); a task sweep's trials under their own names."""
-    return prediction_table(rt.metrics, rt.spec["metric"], FRACTIONS, rt.stats, LEVEL_ALPHA)
+    return prediction_table(rt.metrics, rt.spec["metric"], FRACTIONS, rt.stats, LEVEL_ALPHA, rt.curves())
 
 
 def prediction_summary(pred: pd.DataFrame) -> pd.DataFrame:

@@ -86,7 +86,7 @@ def simulated_run(
             level = 0.6 + eff + offset + _trial_offset(rng, noise, (task_trial_sd or {}).get(task, trial_sd))
             per_step = float((tokens_per_step or {}).get(v, 500.0))
             _write_trial(p, h, rng, level, per_step, s in diverged.get(v, []), **shape)
-    _write_plan(run, sweep, run_id, effects, variants, seed_list, factors, trials, stats, claims, tasks)
+    write_plan(run, sweep, run_id, effects, variants, seed_list, factors, trials, stats, claims, tasks)
     return run
 
 
@@ -144,7 +144,7 @@ def _train_metrics(rng, frac: float, per_step: float) -> dict:
     }
 
 
-def _write_plan(
+def write_plan(
     run, sweep, run_id, effects, variants, seed_list, factors, trials, stats, claims, tasks
 ) -> None:
     spec_stats = {

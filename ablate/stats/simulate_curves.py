@@ -17,7 +17,7 @@ import numpy as np
 
 from ablate import store
 from ablate.stats.curve_fit import sigmoid
-from ablate.stats.simulate import _write_plan
+from ablate.stats.simulate import write_plan
 
 
 def simulated_curve_run(
@@ -54,7 +54,7 @@ def simulated_curve_run(
             c_mid = t["c_mid"] * float(np.exp(shared[s][1] + rng.normal(0, log_c_sd)))
             _write_trial(store.trial_paths(run, v, s), h, rng, t.get("r0", r0), a, t["b"], c_mid,
                          steps, eval_every, tokens_per_step, eval_samples)  # fmt: skip
-    _write_plan(run, sweep, run_id, dict.fromkeys(truths, 0.0), variants, list(range(seeds)), None, trials,
+    write_plan(run, sweep, run_id, dict.fromkeys(truths, 0.0), variants, list(range(seeds)), None, trials,
                 stats, claims, None)  # fmt: skip
     return run
 

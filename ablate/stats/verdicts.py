@@ -25,11 +25,14 @@ def verdict(
     seeds_diverged: int = 0,
     n_trials: int = 0,
     sd_source: str = "own",
+    sesoi_hint: bool = True,
 ) -> tuple[str, str]:
     """-> (kind, text). kind is one of helps, hurts, equivalent, inconclusive, diverged.
 
     ``sd_source``: "own" (the row's differences), "pooled" (its differences were identical on every seed, so
     its interval uses the sweep's pooled sd: said in the text) or "none" (identical, and nothing to pool).
+    ``sesoi_hint``: an inconclusive row without a margin says how to set one (a parameter with no margin
+    by design, a curve's B or C_mid, does not).
     """
     diverged = f"{seeds_diverged} of {n_trials} seeds diverged" if seeds_diverged else ""
     if math.isnan(ci_low) or math.isnan(ci_high):  # no interval: fewer than 2 pairs, or no variance at all
@@ -51,7 +54,7 @@ def verdict(
         if math.isfinite(seeds_needed):
             text = f"inconclusive (~{int(seeds_needed)} seeds to resolve)"
         elif sesoi is None or not math.isfinite(sesoi):
-            text = "inconclusive (set stats.sesoi to test equivalence)"
+            text = "inconclusive (set stats.sesoi to test equivalence)" if sesoi_hint else "inconclusive"
         else:
             text = "inconclusive (more than 10000 seeds to resolve)"
     if sd_source == "pooled":
