@@ -78,41 +78,19 @@ def replay(run: Path, reports: Path, shape: tuple[int, int], **stats) -> Path:
     return reports / plan.sweep / plan.run_id
 
 
-def as_full(run: Path, reports: Path) -> tuple[Path, Path]:
-    """The report of a stopped-early run whose trials all ran to the end (no row decided), read as the full
-    run: a copy without plan.json's looks -> (the copy, its report folder). Its trials are the full run's,
-    bit for bit (resumed from their pause: tests/sweep/test_early_stop_sweep.py)."""
-    import shutil
-
-    from ablate import store
-    from ablate.calibration.early_stop import table
-
-    plan = store.PlanRecord.read(run)
-    copy = Path(tempfile.mkdtemp(prefix="ablate-full-")) / plan.sweep / plan.run_id
-    shutil.copytree(run, copy, ignore=shutil.ignore_patterns(".lock"))
-    plan.early = None
-    plan.spec = {
-        **plan.spec,
-        "stats": {k: v for k, v in plan.spec.get("stats", {}).items() if "stop_early" not in k},
-    }
-    plan.write(copy)
-    table(copy, reports)
-    return copy, reports / plan.sweep / plan.run_id
-
-
-def main_job(run: Path, early_report: Path, seconds: float | None, full_seconds: float | None) -> dict:
-    """The main job stopped early (its store and report) against the same trials read as the full run, and
-    replayed under Pocock-like spending; ``seconds``: the two sweeps' wall clock, run one after the other."""
+def main_job(early: Path, full: Path, early_seconds: float, full_seconds: float) -> dict:
+    """The main job stopped early against the same sweep run whole (their run folders, the reports beside
+    them; their wall clocks, run one after the other), and the full run replayed under Pocock-like spending."""
     from ablate import store
 
-    early = store.PlanRecord.read(run).early
-    shape = next((early["steps"][v], early["every"][v]) for v in early["steps"])
-    reports = Path(tempfile.mkdtemp(prefix="ablate-main-job-"))
-    copy, full = as_full(run, reports / "full")
-    out = compare(early_report, full, seconds, full_seconds)
-    out["replay_pocock"] = compare(
-        replay(copy, reports / "pocock", shape, spending="pocock"), full, None, None
-    )
+    def report(run: Path) -> Path:
+        return run.parent.parent.parent / "reports" / run.parent.name / run.name
+
+    plan = store.PlanRecord.read(early).early
+    shape = next((plan["steps"][v], plan["every"][v]) for v in plan["steps"])
+    out = compare(report(early), report(full), early_seconds, full_seconds)
+    pocock = replay(full, Path(tempfile.mkdtemp(prefix="ablate-main-job-")), shape, spending="pocock")
+    out["replay_pocock"] = compare(pocock, report(full), None, None)
     return out
 
 
@@ -122,13 +100,13 @@ if __name__ == "__main__":
     ap.add_argument(
         "--main-job",
         nargs=4,
-        metavar=("EARLY_RUN", "EARLY_REPORT", "EARLY_S", "FULL_S"),
-        help="write early_stop_main_job.json: a stopped-early run against its trials read whole",
+        metavar=("EARLY_RUN", "FULL_RUN", "EARLY_S", "FULL_S"),
+        help="write early_stop_main_job.json: a stopped-early run against the same sweep run whole",
     )
     args = ap.parse_args()
     if args.main_job:
-        run, report, early_s, full_s = args.main_job
-        got = main_job(Path(run), Path(report), float(early_s), float(full_s))
+        early, full, early_s, full_s = args.main_job
+        got = main_job(Path(early), Path(full), float(early_s), float(full_s))
         MAIN_JOB.write_text(json.dumps(got, indent=1) + "\n")
         raise SystemExit(0)
     results = {"reps": args.reps, "seeds": 5, "alpha": 0.05, "correction": "holm", "look": 0.5,
