@@ -68,13 +68,14 @@ def replay(run: Path, reports: Path, shape: tuple[int, int], **stats) -> Path:
     import shutil
 
     from ablate import store
-    from ablate.calibration.early_stop import stopped_early, table
+    from ablate.calibration.early_stop import stopped_early
+    from ablate.calibration.harness import reported
 
     plan = store.PlanRecord.read(run)
     copy = Path(tempfile.mkdtemp(prefix="ablate-replay-")) / plan.sweep / plan.run_id
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns(".lock"))
     stopped_early(copy, {**plan.spec.get("stats", {}), "stop_early": True, **stats}, shape)
-    table(copy, reports)
+    reported(copy, reports)  # checked: every row's interval agrees with its verdict
     return reports / plan.sweep / plan.run_id
 
 

@@ -9,8 +9,6 @@ early, the tokens saved and how often the early run's verdict is the full run's.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import tempfile
 from pathlib import Path
@@ -20,23 +18,13 @@ import pandas as pd
 
 from ablate import store
 from ablate.calibration.curves import SHAPES, changed
+from ablate.calibration.harness import reported
 from ablate.config import StatsConfig
 from ablate.stats.curve_fit import sigmoid
 from ablate.stats.early_stop import decided, plan_looks, rows_for_run
 from ablate.stats.simulate_curves import simulated_curve_run
 
 STEPS, EVERY, PER_STEP = 90, 3, 500.0  # simulate_curves' defaults: 31 evals, tokens 500 a step
-
-
-def table(run: Path, out: Path) -> pd.DataFrame:
-    """table.csv of ``python -m ablate report RUN_DIR reports_dir=OUT figures=false``."""
-    from ablate.__main__ import main
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        if main(["report", str(run), f"reports_dir={out}", "figures=false"]) != 0:
-            raise RuntimeError("report failed")
-    plan = store.PlanRecord.read(run)
-    return pd.read_csv(out / plan.sweep / plan.run_id / "table.csv")
 
 
 def stopped_early(run: Path, stats: dict, shape: tuple[int, int] = (STEPS, EVERY)) -> tuple[int, float]:
@@ -106,7 +94,7 @@ def scenario(reps: int, changes: dict[str, dict], seeds: int = 5, stats: dict | 
                     out["saved"].append(saved)
             verdicts = {}
             for kind, run in runs.items():
-                t = table(run, base / "reports").set_index("variant")
+                t = reported(run, base / "reports").set_index("variant")
                 verdicts[kind] = t.verdict
                 wrong, hit = _judge(t.verdict, delta, stats["sesoi"])
                 out["false"][kind].append(wrong)

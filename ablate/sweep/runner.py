@@ -142,7 +142,8 @@ def _execute_early(plan: Plan, cfg, run: Path, progress) -> dict:
 
     _write_plan(plan, run)
     n_looks = len(plan.early["fractions"])
-    going, counts = set(plan.variants) - {plan.baseline}, {"total": len(plan.trials), "ran": 0, "failed": 0}
+    going = set(plan.variants) - {plan.baseline}
+    counts = {"total": len(plan.trials), "skipped": 0, "ran": 0, "failed": 0}
     for k in range(n_looks + 1):
         batch = [t for t in plan.trials if t.variant == plan.baseline or t.variant in going]
         # the last round runs to the end, its checkpoints on (pause_at = steps) so that it resumes from the pause
@@ -150,10 +151,10 @@ def _execute_early(plan: Plan, cfg, run: Path, progress) -> dict:
             v: p[k] if k < n_looks else plan.early["steps"][v] for v, p in plan.early["pause_at"].items()
         }
         got = _run_trials(plan, batch, cfg, run, progress, pause)
-        counts["skipped"] = counts.get("skipped", got["skipped"])
+        counts["skipped"] += got["skipped"] if k == 0 else 0
         counts["ran"] += got["ran"]
         counts["failed"] += got["failed"]
-        if k == n_looks or not going:
+        if k == n_looks:
             break
         going -= set(decided(rows_for_run(run)).variant)
         if not going:
@@ -164,11 +165,13 @@ def _execute_early(plan: Plan, cfg, run: Path, progress) -> dict:
 def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress, pause: dict | None = None) -> dict:
     """The trials not finished yet (``pause``: variant -> the look's steps: each runs to there and pauses; a
     trial paused there already is not rerun)."""
-    pending = [
-        t for t in trials if not store.is_finished(store.trial_paths(run, t.variant, t.seed), t.config_hash)
-        and not (pause and store.paused_steps(store.trial_paths(run, t.variant, t.seed), t.config_hash)
-                 >= pause[t.variant])
-    ]  # fmt: skip
+
+    def settled(t: Trial) -> bool:  # finished, or paused at this round's look already
+        p = store.trial_paths(run, t.variant, t.seed)
+        paused = bool(pause) and store.paused_steps(p, t.config_hash) >= pause[t.variant]
+        return paused or store.is_finished(p, t.config_hash)
+
+    pending = [t for t in trials if not settled(t)]
     counts = {"total": len(trials), "skipped": len(trials) - len(pending), "ran": len(pending)}
     if progress is not None:
         pausing = bool(pause) and any(pause[t.variant] < plan.early["steps"][t.variant] for t in pending)
@@ -182,9 +185,7 @@ def _run_trials(plan: Plan, trials: list[Trial], cfg, run: Path, progress, pause
     failed = 0
     for t in pending:
         p = store.trial_paths(run, t.variant, t.seed)
-        if not store.is_finished(p, t.config_hash) and not (
-            pause and store.paused_steps(p, t.config_hash) >= pause[t.variant]
-        ):
+        if not settled(t):
             p.dir.mkdir(parents=True, exist_ok=True)  # a trial Tune never started has no folder yet
             st = store.read_status(p) or {}
             if not st:
