@@ -36,6 +36,28 @@ def extract_wrapped(text: str, open_: str, close: str) -> str | None:
     return None if end < 0 else text[start + len(open_) : end]
 
 
+def last_wrapped(text: str, open_: str, close: str) -> str | None:
+    """The answer in the last ``open_`` that closes, or None: a completion that boxes a guess and then corrects
+    itself is scored on its correction, and a box cut off by the length cap is no answer. Where ``open_`` ends
+    with the brace that ``close`` closes (``\\boxed{``), the braces inside are balanced, as MATH's grader reads
+    them: ``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``, not ``\\frac{1``."""
+    balanced = close == "}" and open_.endswith("{")
+    start = len(text)
+    while (start := text.rfind(open_, 0, start)) >= 0:
+        i = start + len(open_)
+        if not balanced:
+            end = text.find(close, i)
+            if end >= 0:
+                return text[i:end]
+            continue
+        depth = 1
+        for j in range(i, len(text)):
+            depth += (text[j] == "{") - (text[j] == "}")
+            if depth == 0:
+                return text[i:j]
+    return None
+
+
 @VERIFIERS.register("exact")
 def verify_exact(text: str, problem: Problem, open_: str = "<", close: str = ">") -> Verdict:
     """Exact string match of the wrapped answer; format requires the completion to be exactly <answer>."""
@@ -59,8 +81,9 @@ def _last_number(text: str) -> str | None:
 
 @VERIFIERS.register("math")
 def verify_math(text: str, problem: Problem, open_: str = "\\boxed{", close: str = "}") -> Verdict:
-    """Math answers: math-verify when installed (extra ``data``), else numeric comparison of the last number."""
-    boxed = extract_wrapped(text, open_, close)
+    """Math answers: the last box (braces balanced), else the last number; compared by math-verify when
+    installed (extra ``data``), else numerically."""
+    boxed = last_wrapped(text, open_, close)
     candidate = boxed if boxed is not None else _last_number(text)
     if candidate is None:
         return Verdict(0.0, 0.0, 0.0)
@@ -84,13 +107,13 @@ def verify_math(text: str, problem: Problem, open_: str = "\\boxed{", close: str
 
 def answer_given(verifier: str, text: str, open_: str, close: str) -> str | None:
     """The answer a completion gives, as the majority vote (maj@k) counts it: the exact verifier's wrapped
-    text; the math verifier's boxed answer, else its last number (spaces and thousands commas dropped, so
+    text; the math verifier's last box (braces balanced), else its last number (spaces and thousands commas dropped, so
     "1,000" and "1000" are one vote; "1/2" and "0.5" stay two). None: no answer. Code has no answer to vote
     on, nor do your reward functions (maj@k is refused with them)."""
     if verifier == "exact":
         return extract_wrapped(text, open_, close)
     if verifier == "math":
-        boxed = extract_wrapped(text, open_, close)
+        boxed = last_wrapped(text, open_, close)
         got = boxed if boxed is not None else _last_number(text)
         return None if got is None else got.replace(" ", "").replace(",", "")
     raise ValueError(f"verifier {verifier!r} gives no answer to vote on")
