@@ -1,4 +1,6 @@
+import contextlib
 import os
+from pathlib import Path
 
 import pytest
 
@@ -23,10 +25,39 @@ FAST = [
 ]
 
 
+REAL = Path(__file__).parent / "real"
+MODELS = Path(__file__).resolve().parents[1] / ".cache" / "ablate" / "models"  # tests/real/conftest.py's
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tiers by what a test pays for: tests/real/ loads real weights (`real`); `make test-fast` leaves out
+    `slow`, `real` and `alone`. Within a run the slow tests start first, so the parallel phase does not end
+    on one long test (longest first: pytest-xdist hands tests out in this order)."""
+    for item in items:
+        if REAL in Path(item.path).parents:
+            item.add_marker(pytest.mark.real)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order within a tier
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cache(tmp_path_factory):
-    """One warm-start cache per test session (never the user's .cache/)."""
-    path = tmp_path_factory.mktemp("cache")
+    """One warm-start and reward-model cache for the whole suite (never the user's .cache/): `make test` names
+    one folder for its phases (ABLATE_TEST_CACHE), and pytest-xdist's workers share their run's, so a warm
+    start or the embedded reward model is trained once per suite, not once per worker (the caches lock)."""
+    shared = os.environ.get("ABLATE_TEST_CACHE")
+    if shared:
+        path = Path(shared)
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
+        path = tmp_path_factory.getbasetemp().parent / "cache"  # the run's folder, above each worker's
+    else:
+        path = tmp_path_factory.mktemp("cache")
+    path.mkdir(parents=True, exist_ok=True)
+    # packaged models (model=smollm2) converted once per clone, in the project's cache as tests/real/ uses it
+    models = path / "models"
+    if not models.exists():
+        MODELS.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another worker linked it first
+            models.symlink_to(MODELS, target_is_directory=True)
     os.environ["ABLATE_CACHE"] = str(path)
     yield path
 

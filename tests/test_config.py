@@ -56,6 +56,7 @@ def test_compose_errors_are_one_line(overrides, needle):
         assert needle in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sweep", group_options("sweep"))
 def test_planner_composer_equals_full_compose_for_every_shipped_variant(sweep):
     from omegaconf import OmegaConf

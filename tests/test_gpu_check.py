@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -16,12 +18,14 @@ def _gpu_check(*args: str, env: dict | None = None) -> subprocess.CompletedProce
                           text=True, timeout=600, env={**os.environ, **(env or {})})  # fmt: skip
 
 
+@pytest.mark.slow
 def test_every_gpu_check_runs_its_code_on_the_cpu():
     p = _gpu_check("--device", "cpu")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert p.stdout.strip().splitlines()[-1] == "9 passed, 0 failed, 0 skipped", p.stdout
 
 
+@pytest.mark.slow
 def test_without_a_gpu_the_configs_pass_and_the_gpu_parts_skip():
     p = _gpu_check(env={"CUDA_VISIBLE_DEVICES": ""})
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

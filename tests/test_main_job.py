@@ -41,6 +41,7 @@ def _trial_history(variant: str) -> tuple[list, list]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not X86, reason="the pinned AVX2 kernels are x86-64's")
 @pytest.mark.parametrize("variant", sorted(FIXTURE["trials"]))
 def test_main_job_trial_repeats_the_readme_store(variant):

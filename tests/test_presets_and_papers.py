@@ -25,6 +25,7 @@ def _flatten(d, prefix=""):
             yield key, v
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sweep", group_options("sweep"))
 def test_every_sweep_file_plans(sweep):
     overrides = [f"sweep={sweep}", "seeds=2"]
@@ -143,6 +144,7 @@ def test_paper_variants_fit_the_7b_preset_scale(sweep):
         assert 4 <= c.algo.responses_per_prompt <= 32, (t.variant, c.algo.responses_per_prompt)
 
 
+@pytest.mark.slow
 def test_paper1_lr_and_batch_are_relative_to_the_scale():
     """x1/3, x1, x10/3 of the model's lr and x1/2, x1 of its batch: the tiny model's old absolute values, and
     the preset's own scale under the preset."""
@@ -225,6 +227,7 @@ def test_keys_added_later_enter_the_hash_only_when_set():
     assert config_hash(compose(["model.autocast=bfloat16"])) != base
 
 
+@pytest.mark.slow
 def test_toy_preset_measures_above_the_floor():
     """preset=toy is offered for any sweep: its baseline must start where a change can show (not at 0.08 with
     steps of 1/32), on an eval fine enough to see it."""

@@ -15,7 +15,8 @@ from omegaconf import OmegaConf
 from tests.cluster.local_cluster import LocalCluster, unshare_missing
 from tests.helpers import REPO, cli, start_cli
 
-pytestmark = pytest.mark.slow
+# alone: a `ray start` cluster, which `ray.address=auto` elsewhere would find
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 LONG = ["train.steps=40", "train.eval_every=10", "train.checkpoint_every=4", "train.checkpoint_keep=2"]
 

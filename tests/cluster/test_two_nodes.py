@@ -16,6 +16,7 @@ from tests.helpers import REPO, cli
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.alone,  # a `ray start` cluster, which `ray.address=auto` elsewhere would find
     pytest.mark.skipif(
         unshare_missing() is not None, reason=f"worker nodes need their own disk: {unshare_missing()}"
     ),

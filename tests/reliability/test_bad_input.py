@@ -427,6 +427,7 @@ def test_a_sweep_file_value_of_the_wrong_shape_names_its_key(tmp_path, monkeypat
         assert len(err) == 1 and needle in err[0], (name, err)
 
 
+@pytest.mark.slow
 def test_a_long_plan_asks_at_a_terminal(monkeypatch, tmp_path, capsys):
     """Over two hours of this machine: a terminal is asked (no: nothing starts); force=true skips the question."""
     import io

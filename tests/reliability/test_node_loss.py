@@ -8,7 +8,8 @@ import pytest
 
 from tests.helpers import statuses, write_sweep
 
-pytestmark = pytest.mark.slow
+# alone: a second Ray cluster on the machine, timed on trials running at once
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 
 def test_sweep_survives_losing_a_node(tmp_path):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from ablate.stats.health import health_flags, health_table, remedy
 
@@ -120,6 +121,7 @@ def test_health_table_is_one_row_per_variant_and_flag_with_k_of_n():
     assert health_table(metrics.iloc[:0]).columns.tolist()[:3] == ["variant", "flag", "seeds"]
 
 
+@pytest.mark.slow
 def test_epoch_overfit_separates_many_epochs_from_the_baseline_on_real_trials():
     """The symptom, on trials of the embedded default: the baseline's mu=2 never trips it, mu=8 always does
     (the loss-curve form of the rule fired on 3 of 5 baseline seeds)."""

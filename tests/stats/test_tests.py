@@ -126,6 +126,7 @@ def test_family_level_separates_rejected_from_kept_rows(method):
             assert (raw < level) == (adj < 0.05), (method, p, level)
 
 
+@pytest.mark.slow
 def test_corrections_equal_statsmodels():
     from statsmodels.stats.multitest import multipletests
 

@@ -19,6 +19,7 @@ def _yaml_after_comment(text: str) -> dict:
     return yaml.safe_load("\n".join(line for line in text.splitlines() if not line.startswith("#")))
 
 
+@pytest.mark.slow
 def test_cfg_job_shows_the_baseline_trial_of_a_sweep(capsys):
     assert main(["sweep=paper1_hparam_scan", "--cfg", "job"]) == 0
     out = capsys.readouterr().out
@@ -79,6 +80,7 @@ def test_multirun_sweep_end_to_end_with_a_report(tmp_path):
     assert listing.returncode == 0 and run.name in listing.stdout
 
 
+@pytest.mark.slow
 def test_mode_train_keeps_its_output_in_the_store(tmp_path):
     proc = cli(["mode=train", *SMALL], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -42,6 +42,7 @@ def test_the_kl_reference_checkpointing_and_micro_batches_by_hand():
     assert micro.rows == 8 and micro.activations == base.activations / 4 and micro.logits == base.logits / 4
 
 
+@pytest.mark.slow
 def test_the_prompt_length_from_the_tokenizer_from_bytes_or_assumed(tmp_path):
     from ablate.trainer.models import build_tokenizer, save_tiny_hf_model
     from ablate.trainer.tasks import load_task
@@ -90,6 +91,7 @@ def test_trials_at_once_beyond_the_machine_are_refused_with_what_fits(monkeypatc
         refuse_if_cpu_too_big(plan_cpu_sweep(plan, cfg), cfg, len(plan.trials))
 
 
+@pytest.mark.slow
 def test_the_dry_run_shows_the_plan_and_refuses_with_exit_2(capsys, tmp_path, monkeypatch):
     from ablate.__main__ import main
 

@@ -45,6 +45,7 @@ def test_trials_pause_at_the_look_and_resume_to_an_uninterrupted_runs_numbers(tm
     assert again.returncode == 0 and " 0 ran" in again.stdout, again.stdout
 
 
+@pytest.mark.slow
 def test_plans_that_cannot_stop_early_are_refused(compose_cfg):
     from ablate.sweep.plan import build_plan
 

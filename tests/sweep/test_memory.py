@@ -197,6 +197,7 @@ def test_dry_run_accepts_8_gpus_with_fsdp(capsys):
     )  # data-parallel trials run the vLLM rollout: one engine per rank
 
 
+@pytest.mark.slow
 def test_a_cpu_sweep_of_a_real_model_gets_no_gpu_plan(capsys, tmp_path, monkeypatch):
     """CPU trials (no GPU per trial): a GPU memory plan and a TFLOP/s time estimate would be nonsense (it said
     ~0.0 min a step for SmolLM2 on two cores); the dry run says the time is measured once a trial finished."""

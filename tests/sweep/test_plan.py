@@ -1,5 +1,6 @@
 """Planning: composition order, hashing, run ids and resources, without running anything."""
 
+import pytest
 from omegaconf import OmegaConf
 
 from ablate.compose import compose
@@ -11,6 +12,7 @@ def _plan(*extra):
     return build_plan(compose(ov), ov)
 
 
+@pytest.mark.slow
 def test_run_id_is_stable_and_fresh_makes_a_new_one():
     assert _plan().run_id == _plan().run_id
     assert _plan("train.steps=10").run_id != _plan().run_id  # a different trial config is a different run
@@ -18,6 +20,7 @@ def test_run_id_is_stable_and_fresh_makes_a_new_one():
     assert _plan("fresh=true").run_id.startswith(_plan().run_id + "-")
 
 
+@pytest.mark.slow
 def test_cli_overrides_reach_every_trial_but_variants_win():
     p = _plan("train.steps=7", "k=32")
     cfgs = {t.variant: OmegaConf.create(t.config_yaml) for t in p.trials}
@@ -26,6 +29,7 @@ def test_cli_overrides_reach_every_trial_but_variants_win():
     assert cfgs["k_4"].algo.responses_per_prompt == 4  # the variant's own toggle stays
 
 
+@pytest.mark.slow
 def test_data_parallel_limits_are_checked_at_planning():
     """The launcher makes trials data-parallel after each variant is validated: what that rules out (a batch
     the ranks cannot split evenly) is checked on the trial as it will run; dynamic sampling is allowed."""
@@ -78,6 +82,7 @@ def test_local_inputs_are_made_absolute_on_the_driver(tmp_path, monkeypatch):
 TASKS = "sweep.tasks=[reverse_varlen,reverse_sparse,reverse_format]"
 
 
+@pytest.mark.slow
 def test_a_task_sweep_runs_every_variant_on_every_task_against_its_own_baseline():
     import pytest
 
@@ -108,6 +113,7 @@ def test_a_task_sweep_runs_every_variant_on_every_task_against_its_own_baseline(
         build_plan(compose(ov), ov)
 
 
+@pytest.mark.slow
 def test_a_variant_equal_to_its_tasks_baseline_is_refused():
     import pytest
 

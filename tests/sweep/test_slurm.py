@@ -23,7 +23,8 @@ import pytest
 from tests.conftest import FAST
 from tests.helpers import REPO, statuses
 
-pytestmark = pytest.mark.slow
+# alone: its job starts a `ray start` cluster, which `ray.address=auto` elsewhere would find
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 SBATCH = REPO / "examples" / "slurm" / "ablate.sbatch"
 JOB_TIMEOUT_S = 420  # the job takes ~50-90 s here; generous for a loaded 2-core machine

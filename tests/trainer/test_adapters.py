@@ -123,6 +123,7 @@ def test_target_modules_the_model_lacks_are_refused_before_launch_and_in_the_tri
         Trainer(compose_cfg(LORA + ["adapter.target_modules=[qkv_proj]"]), 0)
 
 
+@pytest.mark.slow
 def test_a_learned_reward_model_is_untouched_by_the_policys_adapter(compose_cfg):
     """reward=learned with adapter=lora: the reward model is its own model, with no LoRA layers, none of its
     weights in the optimizer, and none that moves in a step."""

@@ -26,12 +26,14 @@ def test_problems_are_fixed_by_the_data_seed_and_the_eval_split_is_held_out():
     assert task.train[0].columns["entry_point"] in task.train[0].prompt
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_every_reference_solution_passes_its_own_tests():
     for p in generated(160, 1234) + generated(48, 1235):
         assert sandbox.run_tests(p.answer, p.columns["tests"]).reason == "ok", p.prompt
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_humaneval_is_the_packages_164_problems_and_each_canonical_solution_passes():
     problems = humaneval(0)

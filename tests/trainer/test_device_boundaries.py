@@ -48,7 +48,14 @@ def _step_on_accelerator(compose_cfg, monkeypatch, overrides: list[str]) -> Devi
     return mode
 
 
-@pytest.mark.parametrize(("group", "option"), OPTIONS, ids=[f"{g}={o}" for g, o in OPTIONS])
+# reward=learned trains the embedded reward model first (~80 s): slow, so make test-fast leaves it out
+@pytest.mark.parametrize(
+    ("group", "option"),
+    [
+        pytest.param(g, o, id=f"{g}={o}", marks=[pytest.mark.slow] * (g == "reward" and o == "learned"))
+        for g, o in OPTIONS
+    ],
+)
 def test_every_option_steps_with_its_tensors_on_the_accelerator(compose_cfg, monkeypatch, group, option):
     mode = _step_on_accelerator(compose_cfg, monkeypatch, [f"{group}={option}"])
     assert mode.violations == [] and mode.ops > 1000

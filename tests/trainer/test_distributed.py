@@ -41,6 +41,7 @@ def _rank_grad(rank, size, port, mode, out):
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_two_ranks_give_the_full_batch_gradient(mode):
     torch.manual_seed(0)

@@ -111,6 +111,7 @@ def updates():
     return {m: (single[m], [ranks[0][m], ranks[1][m]]) for m in MODES}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_fsdp_update_equals_the_full_batch_update(updates, mode):
     single, ranks = updates[mode]

@@ -79,6 +79,7 @@ def test_a_real_dataset_with_the_tiny_model_is_refused_in_one_line(tmp_path, mon
     assert len(err) == 1 and "model=smollm2" in err[0] and "task=gsm8k" in err[0], err
 
 
+@pytest.mark.slow
 def test_new_data_under_the_same_path_is_a_new_trial(tmp_path):
     from ablate.sweep.plan import build_plan
 
@@ -218,6 +219,7 @@ class _Hub:
         return type("DatasetInfo", (), {"sha": self.commit})()
 
 
+@pytest.mark.slow
 def test_a_hub_dataset_is_pinned_to_the_commit_it_resolves_to(monkeypatch):
     import datasets
     import huggingface_hub

@@ -41,6 +41,7 @@ def test_chunked_scoring_equals_one_pass(compose_cfg):
     torch.testing.assert_close(rows[1][m], whole[1][m], rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_old_logprob_peak_is_flat_in_rows_when_chunked():
     """SmolLM2's 49,152-token vocabulary, 48 response tokens (bench/logprob_memory.py, each in a fresh
     process): 9 MiB of float32 logits a row, held two or three times over by the unchunked pass."""

@@ -39,6 +39,7 @@ def test_labels_are_the_verifiers_with_noise_and_the_labellers_bias(compose_cfg)
     assert 0.17 < flipped < 0.23
 
 
+@pytest.mark.slow
 def test_the_embedded_reward_model_learns_correctness_and_is_cached(compose_cfg, tmp_path):
     cfg, task, tok = _setup(
         compose_cfg, f"warmstart.cache_dir={tmp_path}", "algo.reward_model.bias=none", small=False

@@ -16,7 +16,10 @@ from ablate.trainer.tasks import Problem
 _WHY = sandbox.missing_reason()
 if _WHY and os.environ.get("ABLATE_CI"):  # CI installs bubblewrap (make test): missing there is a failure
     raise RuntimeError(_WHY)
-pytestmark = pytest.mark.skipif(_WHY is not None, reason=str(_WHY))
+# alone: sandboxes of every test share one process limit as `nobody` (a fork bomb here starves a neighbour's
+# honest completion), the checks that nothing is left running see every sandbox on the machine, and the
+# limits are timed
+pytestmark = [pytest.mark.skipif(_WHY is not None, reason=str(_WHY)), pytest.mark.alone]
 
 FAST = sandbox.Limits(wall_s=3.0, cpu_s=1, memory_mb=256)
 TESTS = ["assert f(1) == 2", "assert f(5) == 6"]
