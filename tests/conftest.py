@@ -26,17 +26,20 @@ FAST = [
 
 
 REAL = Path(__file__).parent / "real"
+# The longest test (the whole main job, ~6 min): first of all, so it never runs alone at the end of a phase.
+LONGEST = "tests/test_main_job.py::test_make_run"
 MODELS = Path(__file__).resolve().parents[1] / ".cache" / "ablate" / "models"  # tests/real/conftest.py's
 
 
 def pytest_collection_modifyitems(config, items):
     """Tiers by what a test pays for: tests/real/ loads real weights (`real`); `make test-fast` leaves out
     `slow`, `real` and `alone`. Within a run the slow tests start first, so the parallel phase does not end
-    on one long test (longest first: pytest-xdist hands tests out in this order)."""
+    on one long test (longest first: pytest-xdist hands tests out in this order; the sort is stable, so file
+    order within a tier)."""
     for item in items:
         if REAL in Path(item.path).parents:
             item.add_marker(pytest.mark.real)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order within a tier
+    items.sort(key=lambda i: (i.get_closest_marker("slow") is None, not i.nodeid.startswith(LONGEST)))
 
 
 @pytest.fixture(scope="session", autouse=True)
