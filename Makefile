@@ -69,12 +69,12 @@ run: install  ## the main job on the embedded default
 TEST_WORKERS ?= 2
 TEST_ARGS ?=
 PYTEST := $(PY) -m pytest -q $(TEST_ARGS)
-test: dev  ## the whole suite (CI runs this): ~25 min on 2 cores
+test: dev  ## the whole suite, as CI runs it (its phases timed by .ci/run)
 	@cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && export ABLATE_TEST_CACHE="$$cache" && \
 	$(PYTEST) -n $(TEST_WORKERS) --dist load --maxschedchunk=1 -m "not alone" --durations=30 && \
 	$(PYTEST) -m alone --durations=10
 
-test-fast: dev  ## every module's unit tests: no Ray, no real model, no subprocess sweep (~3 min)
+test-fast: dev  ## every module's unit tests: no Ray, no real model, no subprocess sweep
 	$(PYTEST) -n $(TEST_WORKERS) --dist load --maxschedchunk=1 -m "not slow and not real and not alone"
 
 # vLLM's CPU build in its own venv: vLLM patches torch.set_num_threads and seeds the global RNG in its

